@@ -1,0 +1,47 @@
+"""The Keras 3 gradient reversal layer."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import keras
+import tensorflow as tf
+
+from grad_reverse.ops import LambdaLike, grad_reverse
+
+
+@keras.saving.register_keras_serializable(package="grad_reverse")
+class GradReverse(keras.layers.Layer):
+    """Identity forward; multiplies the gradient by `-lambda_` on the way back.
+
+    Args:
+      lambda_: a finite number, or a `tf.Variable` / `keras.Variable` that a
+        schedule assigns between steps (no retracing). `get_config` stores its
+        current value, so a reloaded layer holds a plain number.
+
+    With `training=False` (inference, `model.predict`, `model.export`) the
+    layer returns its input without the op, so serving graphs contain only
+    stock TensorFlow ops. With `training=None` (a custom loop calling
+    `model(x)`), the gradient is still reversed.
+    """
+
+    def __init__(self, lambda_: LambdaLike = 1.0, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.lambda_ = lambda_
+        self.supports_masking = True
+
+    def call(self, inputs, training: Optional[bool] = None):
+        if training is False:
+            return inputs
+        return grad_reverse(inputs, self.lambda_)
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self) -> dict[str, Any]:
+        config = super().get_config()
+        lambda_ = self.lambda_
+        if isinstance(lambda_, (tf.Variable, keras.Variable, tf.Tensor)):
+            lambda_ = float(keras.ops.convert_to_numpy(lambda_))
+        config["lambda_"] = float(lambda_)
+        return config

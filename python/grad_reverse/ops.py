@@ -1,0 +1,96 @@
+"""`grad_reverse()`, the Python face of the native GradReverse op, and the
+gradients of both ops, registered by op type when the package is imported."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Optional, Union
+
+import numpy as np
+import tensorflow as tf
+
+from grad_reverse._loader import load_library
+
+_library, BUILD_INFO = load_library()
+
+SUPPORTED_DTYPES = (tf.float16, tf.bfloat16, tf.float32, tf.float64)
+_SUPPORTED_NAMES = ", ".join(d.name for d in SUPPORTED_DTYPES)
+
+LambdaLike = Union[float, int, tf.Tensor, tf.Variable]
+
+
+def _invalid_argument(message: str) -> tf.errors.InvalidArgumentError:
+    return tf.errors.InvalidArgumentError(None, None, message)
+
+
+def lambda_tensor(lambda_: LambdaLike) -> tf.Tensor:
+    """`lambda_` as the float32 scalar the op takes, validated where it is known.
+
+    A Python number is checked here (finite); a tensor or variable is checked
+    for shape here when static, and by the kernel at run time otherwise, so a
+    `tf.Variable` assigned between steps is read at every step.
+    """
+    if isinstance(lambda_, (bool, np.bool_)):
+        raise TypeError("lambda_ must be a real number or a float scalar tensor, got a bool")
+    if isinstance(lambda_, numbers.Real):
+        value = float(lambda_)
+        if not math.isfinite(value):
+            raise _invalid_argument(f"lambda_ must be finite, got {value}")
+        return tf.constant(value, tf.float32)
+    tensor = tf.convert_to_tensor(lambda_)
+    if not (tensor.dtype.is_floating or tensor.dtype.is_integer) or tensor.dtype.is_bool:
+        raise TypeError(
+            f"lambda_ must be a real number or a float scalar tensor, got dtype {tensor.dtype.name}"
+        )
+    if tensor.shape.rank is not None and tensor.shape.rank != 0:
+        raise _invalid_argument(
+            f"lambda_ must be a scalar (shape []), got shape {tensor.shape.as_list()}"
+        )
+    return tf.cast(tensor, tf.float32)
+
+
+def check_dtype(x: tf.Tensor) -> None:
+    if x.dtype not in SUPPORTED_DTYPES:
+        raise TypeError(
+            f"grad_reverse supports {_SUPPORTED_NAMES}; got a tensor of dtype {x.dtype.name}"
+        )
+
+
+def grad_reverse(x, lambda_: LambdaLike = 1.0, name: Optional[str] = None) -> tf.Tensor:
+    """Gradient reversal: returns `x` unchanged; its gradient is `-lambda_ * dy`.
+
+    Args:
+      x: a float16, bfloat16, float32 or float64 tensor (or something
+        convertible to one).
+      lambda_: finite scalar: a Python number, a scalar tensor, or a
+        `tf.Variable` (assign it between steps to schedule lambda without
+        retracing a `tf.function`). It receives no gradient.
+      name: optional op name.
+
+    The forward output shares `x`'s buffer. The backward runs the native
+    GradReverseGrad kernel, in place when TensorFlow allows it.
+    """
+    x = tf.convert_to_tensor(x)
+    check_dtype(x)
+    return _library.grad_reverse(x, lambda_tensor(lambda_), name=name)
+
+
+def _reversed(dy, lambda_: tf.Tensor):
+    """GradReverseGrad on a dense gradient or on the values of IndexedSlices."""
+    if isinstance(dy, tf.IndexedSlices):
+        return tf.IndexedSlices(
+            _library.grad_reverse_grad(dy.values, lambda_), dy.indices, dy.dense_shape
+        )
+    return _library.grad_reverse_grad(dy, lambda_)
+
+
+@tf.RegisterGradient("GradReverse")
+def _grad_reverse_gradient(op, dy):
+    return [_reversed(dy, op.inputs[1]), None]
+
+
+@tf.RegisterGradient("GradReverseGrad")
+def _grad_reverse_grad_gradient(op, ddx):
+    # GradReverseGrad is linear in dy, so its gradient is itself.
+    return [_reversed(ddx, op.inputs[1]), None]
