@@ -1,0 +1,39 @@
+"""What `python -m grad_reverse info` reports: versions, library, kernels."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tensorflow as tf
+from tensorflow.python.framework import kernels as _kernels  # no public equivalent
+
+import grad_reverse
+from grad_reverse import _loader
+
+
+def kernel_devices(op_type: str) -> list[str]:
+    """Device types with a kernel registered for `op_type` (XLA ones included)."""
+    return sorted({k.device_type for k in _kernels.get_registered_kernels_for_op(op_type).kernel})
+
+
+def collect() -> dict[str, Any]:
+    build = grad_reverse.BUILD_INFO
+    return {
+        "grad_reverse": grad_reverse.__version__,
+        "tensorflow_built_against": build.get("tensorflow_version"),
+        "tensorflow_running": tf.__version__,
+        "library": str(_loader.PACKAGE_DIR / _loader.LIBRARY_NAME),
+        "cuda_kernels_compiled": bool(build.get("cuda")),
+        "xla_kernels_compiled": bool(build.get("xla")),
+        "gpus_visible": [d.name for d in tf.config.list_physical_devices("GPU")],
+        "kernels": {op: kernel_devices(op) for op in ("GradReverse", "GradReverseGrad")},
+    }
+
+
+def print_info() -> None:
+    for key, value in collect().items():
+        if isinstance(value, dict):
+            for op, devices in value.items():
+                print(f"{'kernels ' + op:28s} {', '.join(devices)}")
+        else:
+            print(f"{key:28s} {value}")

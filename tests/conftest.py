@@ -1,0 +1,57 @@
+import ctypes
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import grad_reverse
+
+DTYPES = [tf.float16, tf.bfloat16, tf.float32, tf.float64]
+LAMBDAS = [0.0, 0.1, 1.0, 6.0, 30.0, -1.0]
+# ranks 0..6, plus empty tensors
+SHAPES = [[], [5], [2, 3], [2, 1, 3], [1, 2, 2, 3], [2, 1, 2, 1, 3], [1, 2, 1, 2, 1, 3], [0], [2, 0, 3]]
+_UINT_OF_SIZE = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def bits(t) -> np.ndarray:
+    """The raw bits of a tensor/array, so comparisons are bitwise (and -0.0 != 0.0)."""
+    a = as_numpy(t)
+    return a.view(_UINT_OF_SIZE[a.dtype.itemsize])
+
+
+def as_numpy(t) -> np.ndarray:
+    return np.asarray(t.numpy() if hasattr(t, "numpy") else t)
+
+
+def assert_bitwise_equal(actual, expected) -> None:
+    """Bitwise equality; a plain list/number `expected` is taken in `actual`'s dtype."""
+    actual = as_numpy(actual)
+    if not hasattr(expected, "dtype"):
+        expected = np.asarray(expected, dtype=actual.dtype)
+    expected = as_numpy(expected)
+    assert actual.dtype == expected.dtype, (actual.dtype, expected.dtype)
+    np.testing.assert_array_equal(bits(actual), bits(expected))
+
+
+def data_pointer(t: tf.Tensor) -> int:
+    """Address of an eager tensor's buffer, read from its DLPack capsule."""
+    capsule = tf.experimental.dlpack.to_dlpack(t)
+    get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+    get_pointer.restype = ctypes.c_void_p
+    get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    managed = get_pointer(capsule, b"dltensor")
+    # DLManagedTensor starts with DLTensor, which starts with `void* data`.
+    return ctypes.c_void_p.from_address(managed).value
+
+
+def random_tensor(shape, dtype, seed=0, scale=10.0) -> tf.Tensor:
+    rng = np.random.default_rng(seed)
+    return tf.cast(tf.constant(rng.standard_normal(shape) * scale, tf.float64), dtype)
+
+
+@pytest.fixture(params=DTYPES, ids=lambda d: d.name)
+def dtype(request):
+    return request.param

@@ -1,0 +1,150 @@
+"""The Keras 3 layer: config, serialization, training flag, DANN-style fit,
+mixed precision."""
+
+import numpy as np
+import pytest
+import keras
+import tensorflow as tf
+
+import grad_reverse
+from grad_reverse import reference
+from conftest import assert_bitwise_equal
+
+
+class ReferenceGRL(keras.layers.Layer):
+    """The pure-Python layer users write today, as the oracle."""
+
+    def __init__(self, lambda_=1.0, **kwargs):
+        super().__init__(**kwargs)
+        self.lambda_ = lambda_
+
+    def call(self, inputs, training=None):
+        return reference.grad_reverse(inputs, self.lambda_)
+
+
+def dann_model(grl: keras.layers.Layer, seed: int = 0) -> keras.Model:
+    """Feature extractor -> label head; feature extractor -> GRL -> domain head."""
+    keras.utils.set_random_seed(seed)
+    inputs = keras.Input((4,))
+    features = keras.layers.Dense(8, activation="relu", name="features")(inputs)
+    label = keras.layers.Dense(1, activation="sigmoid", name="label")(features)
+    domain_hidden = keras.layers.Dense(6, activation="relu", name="domain_hidden")(grl(features))
+    domain = keras.layers.Dense(1, activation="sigmoid", name="domain")(domain_hidden)
+    return keras.Model(inputs, {"label": label, "domain": domain})
+
+
+def batch(n=32, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, 4)).astype("float32")
+    return x, {"label": (x[:, :1] > 0).astype("float32"), "domain": (x[:, 1:2] > 0).astype("float32")}
+
+
+def feature_gradients(model, x, y, training=True):
+    loss_fn = keras.losses.BinaryCrossentropy()
+    with tf.GradientTape() as tape:
+        out = model(x, training=training)
+        loss = loss_fn(y["label"], out["label"]) + loss_fn(y["domain"], out["domain"])
+    return tape.gradient(loss, model.get_layer("features").trainable_weights)
+
+
+def test_get_config_round_trip():
+    layer = grad_reverse.GradReverse(lambda_=0.3, name="grl")
+    clone = grad_reverse.GradReverse.from_config(layer.get_config())
+    assert clone.lambda_ == pytest.approx(0.3) and clone.name == "grl"
+
+
+def test_get_config_of_variable_lambda_stores_its_current_value():
+    variable = tf.Variable(0.25)
+    layer = grad_reverse.GradReverse(lambda_=variable)
+    variable.assign(0.75)
+    assert layer.get_config()["lambda_"] == 0.75
+
+
+def test_keras_file_loads_without_custom_objects(tmp_path):
+    model = dann_model(grad_reverse.GradReverse(lambda_=0.5))
+    path = tmp_path / "dann.keras"
+    model.save(path)
+    loaded = keras.models.load_model(path)
+    grl = [layer for layer in loaded.layers if isinstance(layer, grad_reverse.GradReverse)]
+    assert len(grl) == 1 and grl[0].lambda_ == 0.5
+    x, y = batch()
+    for a, b in zip(feature_gradients(model, x, y), feature_gradients(loaded, x, y)):
+        assert_bitwise_equal(a, b)
+
+
+def test_training_false_returns_the_input_without_the_op():
+    layer = grad_reverse.GradReverse()
+
+    @tf.function
+    def infer(x):
+        return layer(x, training=False)
+
+    graph = infer.get_concrete_function(tf.TensorSpec([None, 3])).graph
+    assert "GradReverse" not in {op.type for op in graph.get_operations()}
+
+    @tf.function
+    def default(x):
+        return layer(x)
+
+    graph = default.get_concrete_function(tf.TensorSpec([None, 3])).graph
+    assert "GradReverse" in {op.type for op in graph.get_operations()}
+
+
+def test_custom_loop_without_training_flag_still_reverses():
+    layer = grad_reverse.GradReverse(lambda_=2.0)
+    x = tf.ones([2])
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = layer(x)
+    assert_bitwise_equal(tape.gradient(y, x), [-2.0, -2.0])
+
+
+def test_dann_feature_gradients_equal_the_reference_and_differ_without_reversal():
+    x, y = batch()
+    native = feature_gradients(dann_model(grad_reverse.GradReverse(lambda_=0.7)), x, y)
+    ref = feature_gradients(dann_model(ReferenceGRL(lambda_=0.7)), x, y)
+    plain = feature_gradients(dann_model(keras.layers.Identity()), x, y)
+    for a, b in zip(native, ref):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6, atol=1e-7)
+    assert not np.allclose(native[0].numpy(), plain[0].numpy())
+
+
+def test_dann_fit_runs_and_reverses_the_domain_gradient():
+    x, y = batch(256)
+    model = dann_model(grad_reverse.GradReverse(lambda_=1.0))
+    model.compile(optimizer=keras.optimizers.Adam(0.01),
+                  loss={"label": "binary_crossentropy", "domain": "binary_crossentropy"})
+    before = feature_gradients(model, x, y)
+    history = model.fit(x, y, batch_size=64, epochs=3, verbose=0)
+    assert all(np.isfinite(v).all() for v in history.history.values())
+    assert history.history["label_loss"][-1] < history.history["label_loss"][0]
+    assert len(before) == 2
+
+
+@pytest.mark.parametrize("policy,dtype", [("mixed_float16", tf.float16), ("mixed_bfloat16", tf.bfloat16)])
+def test_mixed_precision_follows_the_compute_dtype(policy, dtype):
+    previous = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy(policy)
+    try:
+        layer = grad_reverse.GradReverse(lambda_=0.5)
+        ref_layer = ReferenceGRL(lambda_=0.5)
+        x = tf.constant(np.linspace(-3, 3, 12, dtype="float32").reshape(3, 4))
+        with tf.GradientTape(persistent=True) as tape:
+            tape.watch(x)
+            y = layer(x)
+            y_ref = ref_layer(x)
+            loss = tf.reduce_sum(tf.cast(y, tf.float32) ** 2)
+            loss_ref = tf.reduce_sum(tf.cast(y_ref, tf.float32) ** 2)
+        assert y.dtype == dtype and y_ref.dtype == dtype
+        assert_bitwise_equal(y, y_ref)
+        assert_bitwise_equal(tape.gradient(loss, x), tape.gradient(loss_ref, x))
+
+        model = dann_model(grad_reverse.GradReverse(lambda_=0.5))
+        grl_output = [l for l in model.layers if isinstance(l, grad_reverse.GradReverse)][0].output
+        assert grl_output.dtype == dtype.name
+        model.compile(optimizer="adam", loss="binary_crossentropy")
+        xb, yb = batch(64)
+        history = model.fit(xb, yb, batch_size=32, epochs=1, verbose=0)
+        assert np.isfinite(history.history["loss"]).all()
+    finally:
+        keras.mixed_precision.set_global_policy(previous)

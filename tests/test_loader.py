@@ -1,0 +1,66 @@
+"""Library loading: missing library and TensorFlow version mismatch are clear
+ImportErrors, raised before any native code is loaded."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import tensorflow as tf
+
+import grad_reverse
+from grad_reverse import _loader
+
+
+def write_build_info(directory: Path, version: str) -> None:
+    (directory / _loader.BUILD_INFO_NAME).write_text(json.dumps({"tensorflow_version": version, "cuda": False, "xla": False}))
+
+
+def test_missing_library_names_the_path_and_the_build_command(tmp_path):
+    with pytest.raises(ImportError) as error:
+        _loader.load_library(tmp_path)
+    message = str(error.value)
+    assert str(tmp_path / _loader.LIBRARY_NAME) in message
+    assert "pip install ." in message
+
+
+def test_version_mismatch_names_both_versions_before_loading(tmp_path):
+    # Not a shared library at all: loading it would fail differently, so the
+    # ImportError proves the version was checked first.
+    (tmp_path / _loader.LIBRARY_NAME).write_bytes(b"not an ELF file")
+    write_build_info(tmp_path, "2.0.0")
+    with pytest.raises(ImportError) as error:
+        _loader.load_library(tmp_path)
+    message = str(error.value)
+    assert "TensorFlow 2.0.0" in message and f"TensorFlow {tf.__version__}" in message
+
+
+def test_missing_build_record_is_an_import_error(tmp_path):
+    (tmp_path / _loader.LIBRARY_NAME).write_bytes(b"")
+    with pytest.raises(ImportError, match="build record"):
+        _loader.load_library(tmp_path)
+
+
+def test_import_of_a_package_built_for_another_tensorflow_fails_cleanly(tmp_path):
+    package = Path(grad_reverse.__file__).parent
+    copy = tmp_path / "grad_reverse"
+    shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    write_build_info(copy, "1.15.0")
+    result = subprocess.run(
+        [sys.executable, "-c", "import grad_reverse"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        env={"PYTHONPATH": str(tmp_path), "TF_CPP_MIN_LOG_LEVEL": "2", "PATH": "/usr/bin:/bin"},
+    )
+    assert result.returncode == 1, result.stderr
+    assert "ImportError" in result.stderr and "TensorFlow 1.15.0" in result.stderr
+
+
+def test_library_is_loaded_once_and_its_record_matches():
+    assert grad_reverse.BUILD_INFO["tensorflow_version"] == tf.__version__
+    assert set(tf.raw_ops.__dict__) is not None
+    # Re-importing does not reload (Python caches the module).
+    import importlib
+
+    assert importlib.import_module("grad_reverse.ops")._library is grad_reverse.ops._library
