@@ -5,19 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 import tensorflow as tf
-from tensorflow.python.framework import kernels as _kernels  # no public equivalent
 
 import grad_reverse
 from grad_reverse import _loader
-
-
-def kernel_devices(op_type: str) -> list[str]:
-    """Device types with a kernel registered for `op_type` (XLA ones included)."""
-    return sorted({k.device_type for k in _kernels.get_registered_kernels_for_op(op_type).kernel})
+from grad_reverse._xla import kernel_devices
 
 
 def collect() -> dict[str, Any]:
     build = grad_reverse.BUILD_INFO
+    tf.zeros([])  # creates the devices, which registers the XLA kernels
     return {
         "grad_reverse": grad_reverse.__version__,
         "tensorflow_built_against": build.get("tensorflow_version"),
@@ -26,7 +22,7 @@ def collect() -> dict[str, Any]:
         "cuda_kernels_compiled": bool(build.get("cuda")),
         "xla_kernels_compiled": bool(build.get("xla")),
         "gpus_visible": [d.name for d in tf.config.list_physical_devices("GPU")],
-        "kernels": {op: kernel_devices(op) for op in ("GradReverse", "GradReverseGrad")},
+        "kernels": {op: sorted(kernel_devices(op)) for op in ("GradReverse", "GradReverseGrad")},
     }
 
 

@@ -10,6 +10,7 @@ from typing import Optional, Union
 import numpy as np
 import tensorflow as tf
 
+from grad_reverse import _xla, reference
 from grad_reverse._loader import load_library
 
 _library, BUILD_INFO = load_library()
@@ -73,7 +74,10 @@ def grad_reverse(x, lambda_: LambdaLike = 1.0, name: Optional[str] = None) -> tf
     """
     x = tf.convert_to_tensor(x)
     check_dtype(x)
-    return _library.grad_reverse(x, lambda_tensor(lambda_), name=name)
+    lambda_ = lambda_tensor(lambda_)
+    if _xla.use_fallback(BUILD_INFO):
+        return reference.grad_reverse(x, lambda_)
+    return _library.grad_reverse(x, lambda_, name=name)
 
 
 def _reversed(dy, lambda_: tf.Tensor):

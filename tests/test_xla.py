@@ -1,0 +1,148 @@
+"""XLA: jit_compile forward/backward bitwise equal to the non-XLA op, second
+order, Variable lambda, Keras fit(jit_compile=True), plain HLO, and loading the
+library after TensorFlow has registered its XLA kernels."""
+
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import grad_reverse
+from grad_reverse import _xla
+from conftest import LAMBDAS, assert_bitwise_equal, random_tensor
+from test_layer import batch, dann_model
+
+
+def fwd_bwd(x, dy, lambda_):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = grad_reverse.grad_reverse(x, lambda_)
+    return y, tape.gradient(y, x, output_gradients=dy)
+
+
+jit_fwd_bwd = tf.function(fwd_bwd, jit_compile=True)
+
+
+def test_xla_forward_backward_is_bitwise_equal_to_the_native_kernels(dtype):
+    x = random_tensor([3, 67], dtype, 1)
+    dy = random_tensor([3, 67], dtype, 2)
+    for lambda_ in LAMBDAS:
+        y, dx = jit_fwd_bwd(x, dy, tf.constant(lambda_))
+        y_ref, dx_ref = fwd_bwd(x, dy, lambda_)
+        assert y.dtype == dtype and dx.dtype == dtype
+        assert_bitwise_equal(y, y_ref)
+        assert_bitwise_equal(dx, dx_ref)
+
+
+def test_xla_hlo_is_plain_ops_with_no_custom_call():
+    x = tf.ones([8])
+    hlo = jit_fwd_bwd.experimental_get_compiler_ir(x, x, tf.constant(2.0))(stage="hlo")
+    assert "custom-call" not in hlo and "custom_call" not in hlo
+    assert "multiply" in hlo
+
+
+def test_xla_second_order():
+    @tf.function(jit_compile=True)
+    def hessian_diag(x):
+        with tf.GradientTape() as outer:
+            outer.watch(x)
+            with tf.GradientTape() as inner:
+                inner.watch(x)
+                loss = tf.reduce_sum(grad_reverse.grad_reverse(x, 3.0) ** 3)
+            g = inner.gradient(loss, x)
+            g_sum = tf.reduce_sum(g)
+        return g, outer.gradient(g_sum, x)
+
+    x = tf.constant([1.0, -2.0, 0.5])
+    g, h = hessian_diag(x)
+    np.testing.assert_allclose(g.numpy(), -9.0 * x.numpy() ** 2, rtol=1e-6)
+    np.testing.assert_allclose(h.numpy(), 54.0 * x.numpy(), rtol=1e-6)
+
+
+def test_xla_variable_lambda_takes_effect_without_retracing():
+    lambda_ = tf.Variable(1.0)
+
+    @tf.function(jit_compile=True)
+    def step(x):
+        return fwd_bwd(x, tf.ones_like(x), lambda_)[1]
+
+    for value in [1.0, 0.5, 6.0]:
+        lambda_.assign(value)
+        assert_bitwise_equal(step(tf.ones([5])), np.full(5, -value, np.float32))
+    assert step.experimental_get_tracing_count() == 1
+
+
+def test_xla_rejects_a_non_finite_constant_lambda_at_compile_time():
+    @tf.function(jit_compile=True)
+    def step(x):
+        return grad_reverse.ops._library.grad_reverse_grad(x, tf.constant(float("nan")))
+
+    with pytest.raises(tf.errors.InvalidArgumentError, match="lambda must be finite"):
+        step(tf.ones([2]))
+
+
+def test_keras_fit_with_jit_compile_trains_the_dann_model():
+    x, y = batch(256)
+    model = dann_model(grad_reverse.GradReverse(lambda_=1.0))
+    model.compile(optimizer=keras.optimizers.Adam(0.01), jit_compile=True,
+                  loss={"label": "binary_crossentropy", "domain": "binary_crossentropy"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no fallback warning
+        history = model.fit(x, y, batch_size=64, epochs=3, verbose=0)
+    assert history.history["label_loss"][-1] < history.history["label_loss"][0]
+    assert "XLA_CPU_JIT" in _xla.kernel_devices("GradReverse")
+
+
+def test_without_native_xla_kernels_falls_back_to_the_reference_with_one_warning(monkeypatch):
+    monkeypatch.setattr(_xla, "_warned", False)
+    no_xla = dict(grad_reverse.BUILD_INFO, xla=False)
+    monkeypatch.setattr(grad_reverse.ops, "BUILD_INFO", no_xla)
+
+    @tf.function(jit_compile=True)
+    def step(x):
+        return fwd_bwd(x, tf.ones_like(x), 2.0)
+
+    with pytest.warns(RuntimeWarning, match="built without XLA kernels"):
+        y, dx = step(tf.ones([3]))
+    assert_bitwise_equal(dx, [-2.0, -2.0, -2.0])
+    ops = {op.type for op in step.get_concrete_function(tf.ones([3])).graph.get_operations()}
+    assert "GradReverse" not in ops
+
+
+LATE_IMPORT = textwrap.dedent(
+    """
+    import warnings
+    import numpy as np
+    import tensorflow as tf
+    # XLA compiles (and TensorFlow registers its XLA kernels) before the import.
+    print(tf.function(lambda x: x * 2.0, jit_compile=True)(tf.constant(1.0)).numpy())
+    warnings.simplefilter("error", RuntimeWarning)
+    import grad_reverse
+    import keras
+    from grad_reverse import _xla
+    assert "XLA_CPU_JIT" in _xla.kernel_devices("GradReverse"), _xla.kernel_devices("GradReverse")
+    assert grad_reverse.BUILD_INFO["late_xla_kernels"] > 0
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((128, 4)).astype("float32")
+    y = (x[:, :1] > 0).astype("float32")
+    inputs = keras.Input((4,))
+    h = keras.layers.Dense(8, activation="relu")(inputs)
+    out = keras.layers.Dense(1, activation="sigmoid")(grad_reverse.GradReverse(0.5)(h))
+    model = keras.Model(inputs, out)
+    model.compile(optimizer="adam", loss="binary_crossentropy", jit_compile=True)
+    history = model.fit(x, y, epochs=2, verbose=0)
+    assert np.isfinite(history.history["loss"]).all()
+    print("late import trained under XLA")
+    """
+)
+
+
+def test_import_after_tensorflow_registered_its_xla_kernels_still_compiles_natively():
+    result = subprocess.run([sys.executable, "-c", LATE_IMPORT], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "late import trained under XLA" in result.stdout
