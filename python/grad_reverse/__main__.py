@@ -30,7 +30,15 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.add_parser("info", help="versions, library path, compiled-in kernels").set_defaults(run=_info)
     commands.add_parser("example", help="a short forward/backward example").set_defaults(run=_example)
+    _add_module_commands(commands)
     return parser
+
+
+def _add_module_commands(commands) -> None:
+    """Subcommands whose modules import TensorFlow: imported only to register them."""
+    from grad_reverse import bench
+
+    bench.add_cli(commands)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

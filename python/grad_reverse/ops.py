@@ -25,6 +25,25 @@ def _invalid_argument(message: str) -> tf.errors.InvalidArgumentError:
     return tf.errors.InvalidArgumentError(None, None, message)
 
 
+_EAGER_CONSTANTS: dict[float, tf.Tensor] = {}
+_EAGER_CONSTANTS_MAX = 256
+
+
+def _constant(value: float) -> tf.Tensor:
+    """A float32 scalar for `value`; in eager mode cached, since a schedule
+    reuses few values and building a constant is a large share of a small
+    eager call. Graph constants belong to their graph, so those are not cached."""
+    if not tf.executing_eagerly():
+        return tf.constant(value, tf.float32)
+    tensor = _EAGER_CONSTANTS.get(value)
+    if tensor is None:
+        if len(_EAGER_CONSTANTS) >= _EAGER_CONSTANTS_MAX:
+            _EAGER_CONSTANTS.clear()
+        with tf.device("/CPU:0"):  # the op reads lambda from host memory anyway
+            tensor = _EAGER_CONSTANTS[value] = tf.constant(value, tf.float32)
+    return tensor
+
+
 def lambda_tensor(lambda_: LambdaLike) -> tf.Tensor:
     """`lambda_` as the float32 scalar the op takes, validated where it is known.
 
@@ -32,13 +51,15 @@ def lambda_tensor(lambda_: LambdaLike) -> tf.Tensor:
     for shape here when static, and by the kernel at run time otherwise, so a
     `tf.Variable` assigned between steps is read at every step.
     """
+    if isinstance(lambda_, tf.Tensor) and lambda_.dtype == tf.float32 and lambda_.shape.rank == 0:
+        return lambda_  # the common case, first
     if isinstance(lambda_, (bool, np.bool_)):
         raise TypeError("lambda_ must be a real number or a float scalar tensor, got a bool")
     if isinstance(lambda_, numbers.Real):
         value = float(lambda_)
         if not math.isfinite(value):
             raise _invalid_argument(f"lambda_ must be finite, got {value}")
-        return tf.constant(value, tf.float32)
+        return _constant(value)
     tensor = tf.convert_to_tensor(lambda_)
     if not (tensor.dtype.is_floating or tensor.dtype.is_integer) or tensor.dtype.is_bool:
         raise TypeError(
@@ -72,7 +93,8 @@ def grad_reverse(x, lambda_: LambdaLike = 1.0, name: Optional[str] = None) -> tf
     The forward output shares `x`'s buffer. The backward runs the native
     GradReverseGrad kernel, in place when TensorFlow allows it.
     """
-    x = tf.convert_to_tensor(x)
+    if not isinstance(x, tf.Tensor):
+        x = tf.convert_to_tensor(x)
     check_dtype(x)
     lambda_ = lambda_tensor(lambda_)
     if _xla.use_fallback(BUILD_INFO):
