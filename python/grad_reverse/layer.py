@@ -1,47 +1,69 @@
-"""The Keras 3 gradient reversal layer."""
+"""The gradient reversal Keras layer: Keras 3, or legacy tf.keras 2 when
+TensorFlow is told to use it (TF_USE_LEGACY_KERAS=1, with tf-keras installed),
+so it fits into whichever Keras the rest of the model is built with."""
 
 from __future__ import annotations
 
+import os
+from types import ModuleType
 from typing import Any, Optional
-
-import keras
-import tensorflow as tf
 
 from grad_reverse.ops import LambdaLike, grad_reverse
 
 
-@keras.saving.register_keras_serializable(package="grad_reverse")
-class GradReverse(keras.layers.Layer):
-    """Identity forward; multiplies the gradient by `-lambda_` on the way back.
+def make_layer_class(keras: ModuleType) -> type:
+    """The layer class on top of `keras` (the `keras` or `tf_keras` module)."""
 
-    Args:
-      lambda_: a finite number, or a `tf.Variable` / `keras.Variable` that a
-        schedule assigns between steps (no retracing). `get_config` stores its
-        current value, so a reloaded layer holds a plain number.
+    @keras.saving.register_keras_serializable(package="grad_reverse")
+    class GradReverse(keras.layers.Layer):
+        """Identity forward; multiplies the gradient by `-lambda_` on the way back.
 
-    With `training=False` (inference, `model.predict`, `model.export`) the
-    layer returns its input without the op, so serving graphs contain only
-    stock TensorFlow ops. With `training=None` (a custom loop calling
-    `model(x)`), the gradient is still reversed.
-    """
+        Args:
+          lambda_: a finite number, or a `tf.Variable` / `keras.Variable` that a
+            schedule assigns between steps (no retracing). `get_config` stores
+            its current value, so a reloaded layer holds a plain number.
 
-    def __init__(self, lambda_: LambdaLike = 1.0, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.lambda_ = lambda_
-        self.supports_masking = True
+        With `training=False` (inference, `model.predict`, `model.export`) the
+        layer returns its input without the op, so serving graphs contain only
+        stock TensorFlow ops. With `training=None` (a custom loop calling
+        `model(x)`), the gradient is still reversed.
+        """
 
-    def call(self, inputs, training: Optional[bool] = None):
-        if training is False:
-            return inputs
-        return grad_reverse(inputs, self.lambda_)
+        def __init__(self, lambda_: LambdaLike = 1.0, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.lambda_ = lambda_
+            self.supports_masking = True
 
-    def compute_output_shape(self, input_shape):
-        return input_shape
+        def call(self, inputs, training: Optional[bool] = None):
+            if training is False:
+                return inputs
+            return grad_reverse(inputs, self.lambda_)
 
-    def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        lambda_ = self.lambda_
-        if isinstance(lambda_, (tf.Variable, keras.Variable, tf.Tensor)):
-            lambda_ = float(keras.ops.convert_to_numpy(lambda_))
-        config["lambda_"] = float(lambda_)
-        return config
+        def compute_output_shape(self, input_shape):
+            return input_shape
+
+        def get_config(self) -> dict[str, Any]:
+            config = super().get_config()
+            lambda_ = self.lambda_
+            config["lambda_"] = float(lambda_.numpy() if hasattr(lambda_, "numpy") else lambda_)
+            return config
+
+    return GradReverse
+
+
+def legacy_keras_requested() -> bool:
+    """TensorFlow's own switch for tf.keras 2 (tf-keras)."""
+    return os.environ.get("TF_USE_LEGACY_KERAS", "").strip().lower() in ("1", "true", "yes")
+
+
+def _keras_module() -> ModuleType:
+    if legacy_keras_requested():
+        import tf_keras
+
+        return tf_keras
+    import keras
+
+    return keras
+
+
+GradReverse = make_layer_class(_keras_module())

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Builds the framework-free kernels (the pybind11 module) with AddressSanitizer
+# and UndefinedBehaviorSanitizer and runs the kernel-module tests under them.
+# No TensorFlow is imported (pytest --noconftest; the module is imported as the
+# top-level `_kernels`), so every report concerns our code. The sanitizer
+# runtimes are preloaded because the Python interpreter is not instrumented.
+#
+# Usage: scripts/sanitize.sh [BUILD_DIR]     (PYTHON=... to pick the interpreter)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build_dir=${1:-build-sanitize}
+python=${PYTHON:-python3}
+
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DGRAD_REVERSE_KERNELS_ONLY=ON -DGRAD_REVERSE_CUDA=OFF -DGRAD_REVERSE_SANITIZE=ON \
+  -DPython_EXECUTABLE="$(command -v "$python")" \
+  -Dpybind11_DIR="$("$python" -c 'import pybind11; print(pybind11.get_cmake_dir())')" >/dev/null
+cmake --build "$build_dir" >/dev/null
+
+runtimes="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
+# detect_leaks=0: CPython itself keeps allocations alive until exit.
+LD_PRELOAD="$runtimes" \
+ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
+UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+GRAD_REVERSE_KERNELS_DIR="$build_dir" \
+  "$python" -m pytest -q --noconftest -p no:cacheprovider tests/test_kernels_module.py
+echo "sanitizers: no report (ASan + UBSan)"
