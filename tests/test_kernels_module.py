@@ -1,11 +1,21 @@
 """The framework-free kernels through the pybind11 module: on numpy arrays
 here, on CuPy arrays where a GPU exists (the same checks as scripts/gpu_check.py)."""
 
+import os
+import sys
+
 import numpy as np
 import pytest
 
 ml_dtypes = pytest.importorskip("ml_dtypes")  # ships with TensorFlow
-from grad_reverse import _kernels
+
+if os.environ.get("GRAD_REVERSE_KERNELS_DIR"):
+    # A kernels-only build (scripts/sanitize.sh): import the module by itself,
+    # without the package, which would import TensorFlow.
+    sys.path.insert(0, os.environ["GRAD_REVERSE_KERNELS_DIR"])
+    import _kernels
+else:
+    from grad_reverse import _kernels
 
 LAMBDAS = [0.0, 0.1, 1.0, 6.0, 30.0, -1.0, 1e-3]
 FLOAT_TYPES = [np.float32, np.float64]
@@ -89,13 +99,19 @@ def test_cuda_kernel_matches_the_cpu_kernel(name, n):
     cupy = _cupy_with_gpu()
     host_dtype = ml_dtypes.bfloat16 if name == "bfloat16" else np.dtype(name)
     x = (np.random.default_rng(n).standard_normal(n + 1) * 100).astype(host_dtype)
+    storage = x.view(np.uint16) if name == "bfloat16" else x
+    # The offsets are taken on the device: cupy.asarray of a misaligned host
+    # slice would land in a fresh, aligned device allocation.
+    device_x = cupy.asarray(storage)
     for offset in (0, 1):  # 1: misaligned start
-        src = x[offset:]
-        want = _kernels.neg_scale_cpu(np.ascontiguousarray(src), 0.3)
-        storage = src.view(np.uint16) if name == "bfloat16" else src
-        device_in = cupy.asarray(storage)
-        device_out = cupy.empty_like(device_in)
-        _kernels.neg_scale_cuda(device_in, device_out, 0.3, dtype=name)
-        assert_same(cupy.asnumpy(device_out).view(host_dtype), want)
-        _kernels.neg_scale_cuda(device_in, device_in, 0.3, dtype=name)  # in place
-        assert_same(cupy.asnumpy(device_in).view(host_dtype), want)
+        want = _kernels.neg_scale_cpu(np.ascontiguousarray(x[offset : offset + n]), 0.3)
+        device_in = device_x[offset : offset + n]
+        same_alignment = cupy.empty_like(device_x)[offset : offset + n]  # vector path (+ head)
+        aligned = cupy.empty(n, device_x.dtype)  # differs from device_in at offset 1: scalar path
+        for device_out in (same_alignment, aligned):
+            _kernels.neg_scale_cuda(device_in, device_out, 0.3, dtype=name)
+            assert_same(cupy.asnumpy(device_out).view(host_dtype), want)
+        assert_same(cupy.asnumpy(device_in).view(host_dtype), x[offset : offset + n])  # input untouched
+        work = cupy.asarray(storage)[offset : offset + n]
+        _kernels.neg_scale_cuda(work, work, 0.3, dtype=name)  # in place
+        assert_same(cupy.asnumpy(work).view(host_dtype), want)
