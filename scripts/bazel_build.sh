@@ -36,12 +36,21 @@ export TF_CPP_MIN_LOG_LEVEL=2
 # The repository rule asks this interpreter where TensorFlow is (WORKSPACE).
 bazel_flags=(--repo_env=PYTHON_BIN_PATH="$python" -c opt)
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+cleanup() {
+  # The serving check's Bazel server lives in $work; stop it before removing it.
+  if [ -d "$work/output_base" ]; then
+    bazel --output_base="$work/output_base" shutdown 2>/dev/null || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
 
 cd "$repo"
 start=$SECONDS
 bazel build "${bazel_flags[@]}" //:_grad_reverse_ops.so //:grad_reverse_ops
 echo "bazel_build.sh: built //:_grad_reverse_ops.so and //:grad_reverse_ops in $((SECONDS - start)) s"
+# The server would idle for hours holding memory; the build cache stays on disk.
+bazel shutdown
 
 "$python" - "$repo/bazel-bin/_grad_reverse_ops.so" "$work/saved_model" <<'PY'
 import sys
@@ -53,6 +62,9 @@ library_path, export_dir = sys.argv[1:3]
 # The package would load its own build of the same ops; this tests Bazel's.
 assert "grad_reverse" not in sys.modules
 library = tf.load_op_library(library_path)
+if not hasattr(library, "grad_reverse"):
+    sys.exit(f"bazel_build.sh: FAIL: {library_path} registers no GradReverse op "
+             "(without alwayslink the linker drops the registration objects)")
 
 
 @tf.RegisterGradient("GradReverse")
@@ -83,7 +95,8 @@ else:
 
 
 class Doubler(tf.Module):
-    @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32)])
+    # autograph=False: AutoGraph wants the source file, and stdin has none.
+    @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32)], autograph=False)
     def serve(self, x):
         return {"y": 2.0 * library.grad_reverse(x, tf.constant(1.0))}
 
@@ -96,21 +109,25 @@ PY
 
 [ "$serving_check" = 1 ] || exit 0
 
-# A workspace wired the way docs/serving.md wires TF Serving's, with the pip
-# TensorFlow standing in for TF Serving's @org_tensorflow source tree (the
-# generated repository has the same //tensorflow/core:framework label).
+# A workspace wired the way docs/serving.md wires TF Serving's: our source
+# tree under third_party_ops/ (linked here; copied there), hidden from the
+# main workspace by .bazelignore, declared as @grad_reverse with repo_mapping.
+# The pip TensorFlow stands in for TF Serving's @org_tensorflow source tree
+# (the generated repository has the same //tensorflow/core:framework label).
 consumer="$work/consumer"
-mkdir -p "$consumer"
+mkdir -p "$consumer/third_party_ops"
+ln -s "$repo" "$consumer/third_party_ops/grad-reverse"
+echo "third_party_ops" >"$consumer/.bazelignore"
 cat >"$consumer/WORKSPACE" <<EOF
 workspace(name = "serving_like")
 
-local_repository(name = "rules_cc", path = "$repo/bazel/rules_cc")
+local_repository(name = "rules_cc", path = "third_party_ops/grad-reverse/bazel/rules_cc")
 
-local_repository(name = "rules_java", path = "$repo/bazel/rules_java")
+local_repository(name = "rules_java", path = "third_party_ops/grad-reverse/bazel/rules_java")
 
 local_repository(
     name = "grad_reverse",
-    path = "$repo",
+    path = "third_party_ops/grad-reverse",
     repo_mapping = {"@grad_reverse_tf": "@org_tensorflow"},
 )
 
@@ -140,12 +157,13 @@ start=$SECONDS
 # Its own output base, removed with $work: the path changes every run.
 bazel --output_base="$work/output_base" build "${bazel_flags[@]}" //:runner_with_op
 echo "bazel_build.sh: built the TF Serving-style runner in $((SECONDS - start)) s"
-output=$(./bazel-bin/runner_with_op "$work/saved_model" x=2,3:1,2,3,4,5,-6)
-bazel --output_base="$work/output_base" shutdown
+status=0
+output=$(./bazel-bin/runner_with_op "$work/saved_model" x=2,3:1,2,3,4,5,-6) || status=$?
 echo "$output"
 expected='{"output": "y", "dtype": "float", "shape": [2, 3], "values": [2, 4, 6, 8, 10, -12]}'
-if [ "$output" != "$expected" ]; then
-  echo "bazel_build.sh: FAIL: the runner with //:grad_reverse_ops linked in printed the above, expected $expected" >&2
+if [ "$status" != 0 ] || [ "$output" != "$expected" ]; then
+  echo "bazel_build.sh: FAIL: the runner with //:grad_reverse_ops linked in exited $status and printed the above;" \
+    "expected $expected" >&2
   exit 1
 fi
 echo "bazel_build.sh: OK: a SavedModel holding GradReverse runs in a loader with //:grad_reverse_ops linked in statically, no op library loaded"

@@ -36,9 +36,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_module_commands(commands) -> None:
     """Subcommands whose modules import TensorFlow: imported only to register them."""
-    from grad_reverse import bench
+    from grad_reverse import bench, serving
 
     bench.add_cli(commands)
+    serving.add_cli(commands)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
