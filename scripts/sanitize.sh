@@ -11,11 +11,11 @@ cd "$(dirname "$0")/.."
 build_dir=${1:-build-sanitize}
 python=${PYTHON:-python3}
 
-cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DGRAD_REVERSE_KERNELS_ONLY=ON -DGRAD_REVERSE_CUDA=OFF -DGRAD_REVERSE_SANITIZE=ON \
   -DPython_EXECUTABLE="$(command -v "$python")" \
   -Dpybind11_DIR="$("$python" -c 'import pybind11; print(pybind11.get_cmake_dir())')" >/dev/null
-cmake --build "$build_dir" >/dev/null
+cmake --build "$build_dir" -j "$(nproc)" >/dev/null
 
 runtimes="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
 # detect_leaks=0: CPython itself keeps allocations alive until exit.

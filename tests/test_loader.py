@@ -64,3 +64,25 @@ def test_library_is_loaded_once_and_its_record_matches():
     import importlib
 
     assert importlib.import_module("grad_reverse.ops")._library is grad_reverse.ops._library
+
+
+def test_cuda_kernel_is_compiled_in_when_a_cuda_compiler_was_available():
+    """CMake's AUTO mode builds the CUDA kernel whenever nvcc is found; CI has
+    a CUDA toolkit, so this proves there that the GPU build compiles, links
+    and loads into TensorFlow."""
+    import os
+    import shutil
+
+    if not (shutil.which("nvcc") or os.path.exists("/usr/local/cuda/bin/nvcc")):
+        pytest.skip("no CUDA compiler on this machine: the CPU-only build is expected")
+    assert grad_reverse.BUILD_INFO["cuda"], "nvcc is available but the library was built without CUDA"
+    from grad_reverse import _kernels
+
+    assert _kernels.cuda_compiled_in()
+    from grad_reverse._xla import kernel_devices
+
+    assert "GPU" in kernel_devices("GradReverseGrad")
+
+
+def test_xla_kernels_are_compiled_in():
+    assert grad_reverse.BUILD_INFO["xla"], "TensorFlow ships the tf2xla headers, so AUTO should build XLA kernels"
