@@ -146,3 +146,37 @@ def test_import_after_tensorflow_registered_its_xla_kernels_still_compiles_nativ
     result = subprocess.run([sys.executable, "-c", LATE_IMPORT], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "late import trained under XLA" in result.stdout
+
+
+def _hlo_instructions(layer, x, dy, lambda_):
+    """The optimized HLO's instructions, opcode and shape only (no names or metadata)."""
+    import re
+
+    def step(x, dy):
+        return fwd_bwd_with(layer, x, dy, lambda_)
+
+    hlo = tf.function(step, jit_compile=True).experimental_get_compiler_ir(x, dy)(stage="optimized_hlo")
+    instructions = []
+    for line in hlo.splitlines():
+        match = re.match(r"\s*(ROOT )?%\S+ = (\S+) (\w+)\(", line)
+        if match:
+            instructions.append((match.group(2), match.group(3)))
+    return instructions
+
+
+def fwd_bwd_with(layer, x, dy, lambda_):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = layer(x, lambda_)
+    return tape.gradient(y, x, output_gradients=dy)
+
+
+def test_xla_compiles_native_and_pure_python_to_the_same_hlo(dtype):
+    """So under XLA the native op cannot be slower than the pure-Python version."""
+    from grad_reverse import reference
+
+    x = random_tensor([1024], dtype)
+    lambda_ = tf.Variable(0.5)
+    native = _hlo_instructions(grad_reverse.grad_reverse, x, x, lambda_)
+    pure = _hlo_instructions(reference.grad_reverse, x, x, lambda_)
+    assert native and native == pure

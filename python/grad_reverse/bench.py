@@ -132,19 +132,61 @@ def case_eager(size: int, dtype: tf.DType, rounds: int) -> Result:
     return Result("fwd+bwd", "eager", size, dtype.name, interleaved(calls, rounds, per_round))
 
 
+def fwd_bwd_function(layer: Callable, lambda_, jit: bool = False):
+    """tf.function(x, dy) -> dx through `layer` (one trace per layer)."""
+
+    def step(x, dy):
+        return fwd_bwd(layer, x, dy, lambda_)
+
+    return tf.function(step, jit_compile=jit)
+
+
 def case_function(size: int, dtype: tf.DType, rounds: int, jit: bool = False) -> Result:
-    """tf.function forward + backward with dy passed in (so dx cannot reuse dy's buffer)."""
+    """tf.function forward + backward with dy passed in (so dx cannot reuse
+    dy's buffer: the call includes allocating dx)."""
     x = tf.cast(tf.random.normal([size]), dtype)
     dy = tf.cast(tf.random.normal([size]), dtype)
     lambda_ = tf.Variable(0.5)
     calls = {}
     for name, layer in LAYERS.items():
-        fn = tf.function(lambda x, dy, layer=layer: fwd_bwd(layer, x, dy, lambda_), jit_compile=jit)
+        fn = fwd_bwd_function(layer, lambda_, jit)
         calls[name] = lambda fn=fn: fn(x, dy)
     per_round = max(1, min(50, (1 << 18) // max(size, 1)))
     result = Result("fwd+bwd", "xla" if jit else "tf.function", size, dtype.name, interleaved(calls, rounds, per_round))
     result.bytes_moved = 2 * size * dtype.size
     return result
+
+
+def kernel_bandwidth(size: int, dtype: tf.DType, rounds: int) -> tuple[float, float]:
+    """(native backward kernel, numpy) in-place bandwidth in GB/s, read+write.
+
+    The kernel alone: a graph applies GradReverseGrad to a temporary 1 and 9
+    times in a row (each application in place); the difference is 8 passes
+    of the kernel, with no allocation and no other op. numpy: multiply(a, s,
+    out=a) on the same bytes."""
+    from grad_reverse.ops import _library
+
+    lambda_ = tf.constant(0.5)
+
+    def repeated(times: int):
+        @tf.function
+        def apply(x):
+            t = x + tf.constant(0, dtype)  # a temporary the kernel may overwrite
+            for _ in range(times):
+                t = _library.grad_reverse_grad(t, lambda_)
+            return t[:1]
+
+        return apply
+
+    x = tf.cast(tf.random.normal([size]), dtype)
+    one, nine = repeated(1), repeated(9)
+    a = np.ones(size, dtype.as_numpy_dtype)
+    scale = a.dtype.type(-0.5)
+    times = interleaved({"one": lambda: one(x), "nine": lambda: nine(x),
+                         "numpy": lambda: np.multiply(a, scale, out=a)}, rounds)
+    nbytes = 2 * size * dtype.size
+    kernel = (statistics.median(times["nine"]) - statistics.median(times["one"])) / 8
+    return nbytes / kernel / 1e9, nbytes / statistics.median(times["numpy"]) / 1e9
 
 
 def case_chain(size: int, dtype: tf.DType, rounds: int) -> Result:
@@ -287,7 +329,7 @@ def run(quick: bool = False, dtype: str = "float32", out: Optional[str] = None, 
 
     tf_dtype = tf.as_dtype(dtype)
     sizes = tuple(sizes or (QUICK_SIZES if quick else FULL_SIZES))
-    rounds = rounds or (7 if quick else 15)
+    rounds = rounds or (7 if quick else 25)
     plan: list[tuple[str, Callable[[], Result]]] = []
     for size in sizes:
         big_rounds = max(3, rounds // 2) if size >= (1 << 24) else rounds
@@ -312,6 +354,15 @@ def run(quick: bool = False, dtype: str = "float32", out: Optional[str] = None, 
             bar.update(i + 1, finalize=i + 1 == len(plan))
     print()
     print(format_table(results))
+    kernel_rows = []
+    for size in (s for s in sizes if s >= (1 << 20)):
+        native_gbps, numpy_gbps = kernel_bandwidth(size, tf_dtype, rounds)
+        kernel_rows.append({"size": size, "native_gbps": native_gbps, "numpy_gbps": numpy_gbps})
+    if kernel_rows:
+        print(f"\nbackward kernel alone, in place (read+write GB/s), vs numpy multiply(a, s, out=a):")
+        for row in kernel_rows:
+            print(f"  {_size_label(row['size']):>5s} {dtype}: native {row['native_gbps']:6.1f}  numpy {row['numpy_gbps']:6.1f}"
+                  f"  ratio {row['native_gbps'] / row['numpy_gbps']:.2f}")
     allocations = {}
     if memory:
         size = 1 << 24
@@ -326,6 +377,7 @@ def run(quick: bool = False, dtype: str = "float32", out: Optional[str] = None, 
             "tensorflow": tf.__version__, "grad_reverse": grad_reverse.__version__, "dtype": dtype,
             "cpu_count": os.cpu_count(), "gpus": [d.name for d in tf.config.list_logical_devices("GPU")],
             "results": [r.summary() for r in results], "backward_allocated_bytes": allocations,
+            "kernel_in_place_bandwidth": kernel_rows,
         }
         (directory / "bench.json").write_text(json.dumps(payload, indent=2))
         try:
@@ -336,10 +388,29 @@ def run(quick: bool = False, dtype: str = "float32", out: Optional[str] = None, 
     return results
 
 
+def _sizes(text: str) -> list[int]:
+    try:
+        sizes = [int(v) for v in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--sizes takes comma-separated element counts, got {text!r}") from None
+    if not sizes or min(sizes) < 1:
+        raise argparse.ArgumentTypeError(f"--sizes must be positive element counts, got {text!r}")
+    return sizes
+
+
 def add_cli(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser("bench", help="time the native op against tf.custom_gradient and tf.identity")
     parser.add_argument("--quick", action="store_true", help="fewer sizes and rounds (under a minute)")
     parser.add_argument("--dtype", default="float32", choices=[d.name for d in grad_reverse.SUPPORTED_DTYPES])
     parser.add_argument("--out", metavar="DIR", help="write bench.json and bench.png here")
+    parser.add_argument("--sizes", type=_sizes, help="comma-separated element counts (default: 1K to 64M)")
+    parser.add_argument("--rounds", type=int, help="interleaved rounds per case")
     parser.add_argument("--no-memory", action="store_true", help="skip the backward-allocation measurement")
-    parser.set_defaults(run=lambda args: (run(args.quick, args.dtype, args.out, memory=not args.no_memory), 0)[1])
+    parser.add_argument("--no-dann", action="store_true", help="skip the DANN training-step case")
+
+    def run_cli(args: argparse.Namespace) -> int:
+        run(args.quick, args.dtype, args.out, sizes=args.sizes, rounds=args.rounds,
+            memory=not args.no_memory, dann=not args.no_dann)
+        return 0
+
+    parser.set_defaults(run=run_cli)
