@@ -329,13 +329,12 @@ def run(quick: bool = False, dtype: str = "float32", out: Optional[str] = None, 
 
     tf_dtype = tf.as_dtype(dtype)
     sizes = tuple(sizes or (QUICK_SIZES if quick else FULL_SIZES))
-    rounds = rounds or (7 if quick else 25)
+    rounds = rounds or (9 if quick else 41)
     plan: list[tuple[str, Callable[[], Result]]] = []
     for size in sizes:
-        big_rounds = max(3, rounds // 2) if size >= (1 << 24) else rounds
-        plan.append((f"eager {size}", lambda s=size, r=big_rounds: case_eager(s, tf_dtype, r)))
-        plan.append((f"function {size}", lambda s=size, r=big_rounds: case_function(s, tf_dtype, r)))
-        plan.append((f"xla {size}", lambda s=size, r=big_rounds: case_function(s, tf_dtype, r, jit=True)))
+        plan.append((f"eager {size}", lambda s=size: case_eager(s, tf_dtype, rounds)))
+        plan.append((f"function {size}", lambda s=size: case_function(s, tf_dtype, rounds)))
+        plan.append((f"xla {size}", lambda s=size: case_function(s, tf_dtype, rounds, jit=True)))
     chain_size = 1 << 24 if max(sizes) >= (1 << 24) else max(sizes)
     plan.append(("chain", lambda: case_chain(chain_size, tf_dtype, max(3, rounds // 2))))
     if dann:
