@@ -36,8 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_module_commands(commands) -> None:
     """Subcommands whose modules import TensorFlow: imported only to register them."""
-    from grad_reverse import bench, serving
+    from grad_reverse import bench, demo, serving
 
+    demo.add_cli(commands)
     bench.add_cli(commands)
     serving.add_cli(commands)
 

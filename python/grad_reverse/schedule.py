@@ -1,0 +1,116 @@
+"""`DANNLambdaSchedule`: the adaptation-factor schedule of Ganin et al. (JMLR 2016)
+as a Keras callback that assigns a lambda variable before every training batch."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Optional, Union
+
+import keras
+import tensorflow as tf
+
+VariableLike = Union[tf.Variable, keras.Variable]
+
+
+def dann_lambda(progress: float, gamma: float = 10.0, lambda_max: float = 1.0) -> float:
+    """`lambda_max * (2 / (1 + exp(-gamma * p)) - 1)` for training progress `p`.
+
+    Ganin et al. (JMLR 2016) ramp the gradient reversal coefficient from 0 to 1
+    this way so that the domain classifier's noisy early gradients do not
+    disturb the feature extractor before the label task is learned. `progress`
+    is clipped to [0, 1]; the value rises monotonically from 0 at p = 0 to
+    `lambda_max * 0.99991` at p = 1 (gamma = 10).
+    """
+    p = min(max(float(progress), 0.0), 1.0)
+    return lambda_max * (2.0 / (1.0 + math.exp(-gamma * p)) - 1.0)
+
+
+class DANNLambdaSchedule(keras.callbacks.Callback):
+    """Assigns `variable` the DANN schedule value before every training batch.
+
+    `lambda_p = lambda_max * (2 / (1 + exp(-gamma * p)) - 1)`, where `p` is the
+    progress of the current `fit`: `p = step / (total_steps - 1)`, so the first
+    batch trains with 0 and the last with ~`lambda_max`. `total_steps` is
+    `epochs * steps_per_epoch` of the fit (resuming with `initial_epoch`
+    continues the ramp where it left off) unless given explicitly, which a fit
+    whose steps per epoch Keras cannot know (a dataset of unknown length without
+    `steps_per_epoch`) requires.
+
+    Pass the same variable to `grad_reverse.GradReverse(lambda_=variable)`: the
+    op reads lambda as an input, so each assignment takes effect at the next
+    step without retracing the train function. The value is also added to the
+    logs as `"lambda"` (shown by the progress bar and kept in `History`), and
+    kept in the `value` attribute.
+
+    Args:
+      variable: a scalar float `tf.Variable` or `keras.Variable`.
+      gamma: steepness of the ramp (10 in the paper).
+      lambda_max: the final value the schedule approaches (1 in the paper).
+      total_steps: number of training steps the ramp spans; defaults to the
+        fit's `epochs * steps`.
+
+    With `compile(steps_per_execution=N)`, Keras calls the callback once per N
+    steps, so lambda changes every N steps.
+    """
+
+    def __init__(
+        self,
+        variable: VariableLike,
+        gamma: float = 10.0,
+        lambda_max: float = 1.0,
+        total_steps: Optional[int] = None,
+    ) -> None:
+        super().__init__()
+        if total_steps is not None and total_steps < 1:
+            raise ValueError(f"total_steps must be at least 1, got {total_steps}")
+        self.variable = variable
+        self.gamma = float(gamma)
+        self.lambda_max = float(lambda_max)
+        self.total_steps = total_steps
+        self.value = 0.0  # the value last assigned
+        self._steps_per_epoch: Optional[int] = None
+        self._total = 1
+        self._epoch_start = 0  # global step of the current epoch's first batch
+        self._seen = 0  # steps finished in this fit
+
+    def on_train_begin(self, logs: Optional[dict[str, Any]] = None) -> None:
+        params = self.params or {}
+        self._steps_per_epoch = params.get("steps")
+        total = self.total_steps
+        if total is None:
+            epochs = params.get("epochs")
+            if self._steps_per_epoch is None or epochs is None:
+                raise ValueError(
+                    "DANNLambdaSchedule: this fit does not know its number of steps per epoch "
+                    "(a dataset of unknown length without steps_per_epoch); pass total_steps="
+                )
+            total = epochs * self._steps_per_epoch
+        self._total = total
+        self._seen = 0
+
+    def on_epoch_begin(self, epoch: int, logs: Optional[dict[str, Any]] = None) -> None:
+        # With a known epoch length the global step follows from the epoch
+        # index (so initial_epoch resumes the ramp); otherwise count steps.
+        if self._steps_per_epoch is not None:
+            self._epoch_start = epoch * self._steps_per_epoch
+        else:
+            self._epoch_start = self._seen
+
+    def progress(self, batch: int) -> float:
+        """Training progress p in [0, 1] at step `batch` of the current epoch."""
+        return min((self._epoch_start + batch) / max(self._total - 1, 1), 1.0)
+
+    def on_train_batch_begin(self, batch: int, logs: Optional[dict[str, Any]] = None) -> None:
+        self.value = dann_lambda(self.progress(batch), self.gamma, self.lambda_max)
+        self.variable.assign(self.value)
+
+    def _add_to_logs(self, logs: Optional[dict[str, Any]]) -> None:
+        if logs is not None:
+            logs["lambda"] = self.value
+
+    def on_train_batch_end(self, batch: int, logs: Optional[dict[str, Any]] = None) -> None:
+        self._seen = self._epoch_start + batch + 1
+        self._add_to_logs(logs)
+
+    def on_epoch_end(self, epoch: int, logs: Optional[dict[str, Any]] = None) -> None:
+        self._add_to_logs(logs)
