@@ -24,6 +24,9 @@ done
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 python=$(command -v "${PYTHON:-python3}") || { echo "bazel_build.sh: ${PYTHON:-python3} not found" >&2; exit 1; }
+# Bazel runs the repository rule elsewhere: make the path absolute, without
+# resolving symlinks (a virtual environment's python is one).
+case "$python" in /*) ;; *) python="$PWD/$python" ;; esac
 command -v bazel >/dev/null || {
   echo "bazel_build.sh: no bazel on PATH; install it with: apt-get install -y bazel-bootstrap" >&2
   exit 1
