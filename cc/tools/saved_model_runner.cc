@@ -4,7 +4,7 @@
 //   saved_model_runner [--library OP_LIBRARY.so]... [--signature NAME]
 //                      EXPORT_DIR INPUT_KEY=DIM,DIM,...:V,V,... ...
 //
-// e.g. `saved_model_runner /tmp/export x=2,3:1,2,3,4,5,6`; a scalar input is
+// e.g. `saved_model_runner exports/dann/1 x=2,3:1,2,3,4,5,6`; a scalar input is
 // `x=:5`. Each output is printed as one JSON line on stdout,
 //   {"output": "KEY", "dtype": "float", "shape": [2, 3], "values": [...]}
 // in signature-key order, floats with enough digits to round-trip exactly, so
