@@ -47,6 +47,19 @@ def data_pointer(t: tf.Tensor) -> int:
     return ctypes.c_void_p.from_address(managed).value
 
 
+def forward_backward(fn, x, dy, lambda_):
+    """(y, dx) of `fn(x, lambda_)`, with `dy` as the incoming gradient."""
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = fn(x, lambda_)
+    return y, tape.gradient(y, x, output_gradients=dy)
+
+
+def native_forward_backward(x, dy, lambda_):
+    """forward_backward of the native op."""
+    return forward_backward(grad_reverse.grad_reverse, x, dy, lambda_)
+
+
 def random_tensor(shape, dtype, seed=0, scale=10.0) -> tf.Tensor:
     rng = np.random.default_rng(seed)
     return tf.cast(tf.constant(rng.standard_normal(shape) * scale, tf.float64), dtype)

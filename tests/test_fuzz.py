@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import grad_reverse
 from grad_reverse import reference
-from conftest import DTYPES, assert_bitwise_equal
+from conftest import DTYPES, assert_bitwise_equal, forward_backward
 
 SPECIALS = ("zero", "negative zero", "max", "lowest", "smallest normal", "smallest subnormal")
 # A Python float is a constant in a tf.function, one trace per value: it is
@@ -68,13 +68,6 @@ lambdas = st.one_of(
 @functools.cache
 def lambda_variable() -> tf.Variable:
     return tf.Variable(0.0, trainable=False)
-
-
-def forward_backward(fn, x, dy, lambda_):
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = fn(x, lambda_)
-    return y, tape.gradient(y, x, output_gradients=dy)
 
 
 @functools.cache

@@ -18,6 +18,7 @@ import tensorflow as tf
 import grad_reverse
 from grad_reverse import _xla
 from conftest import LAMBDAS, assert_bitwise_equal, data_pointer, random_tensor
+from conftest import native_forward_backward as forward_backward
 
 GPUS = tf.config.list_physical_devices("GPU")
 pytestmark = pytest.mark.skipif(
@@ -50,13 +51,6 @@ def assert_on(device: str, t: tf.Tensor) -> None:
 
 def grad_reverse_grad(dy, lambda_):
     return grad_reverse.ops._library.grad_reverse_grad(dy, lambda_)
-
-
-def forward_backward(x, dy, lambda_):
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = grad_reverse.grad_reverse(x, lambda_)
-    return y, tape.gradient(y, x, output_gradients=dy)
 
 
 def test_library_has_gpu_kernels_for_both_ops():

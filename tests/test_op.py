@@ -6,14 +6,7 @@ import tensorflow as tf
 
 import grad_reverse
 from grad_reverse import reference
-from conftest import LAMBDAS, SHAPES, assert_bitwise_equal, data_pointer, random_tensor
-
-
-def forward_backward(fn, x, dy, lambda_):
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = fn(x, lambda_)
-    return y, tape.gradient(y, x, output_gradients=dy)
+from conftest import LAMBDAS, SHAPES, assert_bitwise_equal, data_pointer, forward_backward, random_tensor
 
 
 def test_eager_forward_is_identity_and_backward_matches_reference_bitwise(dtype):

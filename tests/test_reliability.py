@@ -19,6 +19,7 @@ import tensorflow as tf
 import grad_reverse
 from grad_reverse.bench import backward_allocations
 from conftest import DTYPES, as_numpy, assert_bitwise_equal, bits, random_tensor
+from conftest import native_forward_backward as forward_backward
 
 RESULT_MARKER = "RESULT "
 
@@ -97,13 +98,6 @@ def test_eight_threads_of_1000_calls_each_give_exact_results(mode):
     print(f"{mode}: {THREADS} threads x {CALLS} calls, all exact, {seconds:.2f} s")
     if mode == "tf.function":
         assert all(f.experimental_get_tracing_count() <= 1 for f in functions.values())
-
-
-def forward_backward(x, dy, lambda_):
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = grad_reverse.grad_reverse(x, lambda_)
-    return y, tape.gradient(y, x, output_gradients=dy)
 
 
 # ------------------------------------------------------- backward allocations

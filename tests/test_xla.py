@@ -14,15 +14,9 @@ import tensorflow as tf
 
 import grad_reverse
 from grad_reverse import _xla
-from conftest import LAMBDAS, assert_bitwise_equal, random_tensor
+from conftest import LAMBDAS, assert_bitwise_equal, forward_backward, random_tensor
+from conftest import native_forward_backward as fwd_bwd
 from test_layer import batch, dann_model
-
-
-def fwd_bwd(x, dy, lambda_):
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = grad_reverse.grad_reverse(x, lambda_)
-    return y, tape.gradient(y, x, output_gradients=dy)
 
 
 jit_fwd_bwd = tf.function(fwd_bwd, jit_compile=True)
@@ -153,7 +147,7 @@ def _hlo_instructions(layer, x, dy, lambda_):
     import re
 
     def step(x, dy):
-        return fwd_bwd_with(layer, x, dy, lambda_)
+        return forward_backward(layer, x, dy, lambda_)[1]
 
     hlo = tf.function(step, jit_compile=True).experimental_get_compiler_ir(x, dy)(stage="optimized_hlo")
     instructions = []
@@ -162,13 +156,6 @@ def _hlo_instructions(layer, x, dy, lambda_):
         if match:
             instructions.append((match.group(2), match.group(3)))
     return instructions
-
-
-def fwd_bwd_with(layer, x, dy, lambda_):
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = layer(x, lambda_)
-    return tape.gradient(y, x, output_gradients=dy)
 
 
 def test_xla_compiles_native_and_pure_python_to_the_same_hlo(dtype):

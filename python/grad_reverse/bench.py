@@ -107,8 +107,8 @@ def memory_limit_gbps(size: int, dtype: tf.DType, rounds: int) -> float:
     if tf.config.list_logical_devices("GPU"):
         src = tf.zeros([size], dtype)
         copy = tf.function(lambda t: tf.identity(t + tf.zeros([], dtype)))
-        best = statistics.median(interleaved({"copy": lambda: copy(src)}, rounds)["copy"])
-        return 2 * nbytes / best / 1e9
+        seconds = statistics.median(interleaved({"copy": lambda: copy(src)}, rounds)["copy"])
+        return 2 * nbytes / seconds / 1e9
     a = np.ones(size, dtype.as_numpy_dtype)
     b = np.empty_like(a)
     scale = a.dtype.type(-0.5)
@@ -358,7 +358,7 @@ def run(quick: bool = False, dtype: str = "float32", out: Optional[str] = None, 
         native_gbps, numpy_gbps = kernel_bandwidth(size, tf_dtype, rounds)
         kernel_rows.append({"size": size, "native_gbps": native_gbps, "numpy_gbps": numpy_gbps})
     if kernel_rows:
-        print(f"\nbackward kernel alone, in place (read+write GB/s), vs numpy multiply(a, s, out=a):")
+        print("\nbackward kernel alone, in place (read+write GB/s), vs numpy multiply(a, s, out=a):")
         for row in kernel_rows:
             print(f"  {_size_label(row['size']):>5s} {dtype}: native {row['native_gbps']:6.1f}  numpy {row['numpy_gbps']:6.1f}"
                   f"  ratio {row['native_gbps'] / row['numpy_gbps']:.2f}")
