@@ -1,13 +1,14 @@
-"""The gradient reversal Keras layer: Keras 3, or legacy tf.keras 2 when
-TensorFlow is told to use it (TF_USE_LEGACY_KERAS=1, with tf-keras installed),
-so it fits into whichever Keras the rest of the model is built with."""
+"""The gradient reversal Keras layer, on the Keras that `tf.keras` is here
+(Keras 3; Keras 2 on TensorFlow 2.15 or with TF_USE_LEGACY_KERAS=1: see
+`grad_reverse._keras`), so it fits into whichever Keras the rest of the model
+is built with."""
 
 from __future__ import annotations
 
-import os
 from types import ModuleType
 from typing import Any, Optional
 
+from grad_reverse._keras import keras
 from grad_reverse.ops import LambdaLike, grad_reverse
 
 
@@ -51,19 +52,4 @@ def make_layer_class(keras: ModuleType) -> type:
     return GradReverse
 
 
-def legacy_keras_requested() -> bool:
-    """TensorFlow's own switch for tf.keras 2 (tf-keras)."""
-    return os.environ.get("TF_USE_LEGACY_KERAS", "").strip().lower() in ("1", "true", "yes")
-
-
-def _keras_module() -> ModuleType:
-    if legacy_keras_requested():
-        import tf_keras
-
-        return tf_keras
-    import keras
-
-    return keras
-
-
-GradReverse = make_layer_class(_keras_module())
+GradReverse = make_layer_class(keras)

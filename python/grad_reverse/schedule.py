@@ -6,10 +6,12 @@ from __future__ import annotations
 import math
 from typing import Any, Optional, Union
 
-import keras
 import tensorflow as tf
 
-VariableLike = Union[tf.Variable, keras.Variable]
+from grad_reverse._keras import keras
+
+# keras.Variable exists in Keras 3 only; Keras 2 layers hold tf.Variables.
+VariableLike = Union[tf.Variable, getattr(keras, "Variable", tf.Variable)]
 
 
 def dann_lambda(progress: float, gamma: float = 10.0, lambda_max: float = 1.0) -> float:
