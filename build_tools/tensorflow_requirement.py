@@ -14,6 +14,14 @@ This provider makes `pip install .` do that without a second TensorFlow:
   different TensorFlow next to the one it was compiled for.
 
 GRAD_REVERSE_TENSORFLOW overrides the choice, e.g. "tensorflow-cpu==2.21.0".
+
+Supported releases: OLDEST_SUPPORTED to NEWEST_SUPPORTED (the ones the
+version matrix, scripts/tensorflow_matrix.py, builds and tests). A TensorFlow
+outside that range stops the build at its start with a message that says so,
+instead of a compiler error deep in the log, unless
+GRAD_REVERSE_ALLOW_UNSUPPORTED_TENSORFLOW=1 asks to build anyway. CMake asks
+the same question (`python tensorflow_requirement.py check-version X.Y.Z`),
+so builds that bypass pip get the same answer.
 """
 
 from __future__ import annotations
@@ -22,9 +30,12 @@ import importlib.metadata as metadata
 import os
 import site
 import sys
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Iterable, Mapping, NoReturn, Optional
 
-DEFAULT_REQUIREMENT = "tensorflow~=2.21.0"
+OLDEST_SUPPORTED = (2, 15)
+NEWEST_SUPPORTED = (2, 21)
+DEFAULT_REQUIREMENT = "tensorflow~=2.21.0"  # the newest supported release
+ALLOW_UNSUPPORTED_VARIABLE = "GRAD_REVERSE_ALLOW_UNSUPPORTED_TENSORFLOW"
 # Distribution names that provide the `tensorflow` module, in order of preference.
 DISTRIBUTIONS = (
     "tensorflow",
@@ -36,7 +47,54 @@ DISTRIBUTIONS = (
     "tf-nightly",
     "tf-nightly-cpu",
 )
-OTHER_DEPENDENCIES = ["numpy", "keras>=3"]
+# TensorFlow 2.16+ uses Keras 3; 2.15 pins its own Keras 2, which must stay.
+KERAS_3_FROM = (2, 16)
+
+
+class UnsupportedTensorFlow(RuntimeError):
+    """The TensorFlow to build against is outside the supported range."""
+
+
+def release(version: str) -> tuple[int, int]:
+    """(major, minor) of a version string such as "2.18.1" or "2.21.0rc0"."""
+    parts = version.split(".")
+    try:
+        return int(parts[0]), int("".join(c for c in parts[1] if c.isdigit()) or "x")
+    except (IndexError, ValueError):
+        raise UnsupportedTensorFlow(f"grad-reverse: cannot read the TensorFlow version {version!r}") from None
+
+
+def _series(major_minor: tuple[int, int]) -> str:
+    return "%d.%d" % major_minor
+
+
+def unsupported_message(version: str, distribution: str = "TensorFlow") -> Optional[str]:
+    """Why `version` is outside the supported range, or None when it is inside."""
+    found = release(version)
+    if OLDEST_SUPPORTED <= found <= NEWEST_SUPPORTED:
+        return None
+    where = "older than the oldest" if found < OLDEST_SUPPORTED else "newer than the newest"
+    return (
+        f"grad-reverse supports TensorFlow {_series(OLDEST_SUPPORTED)} to "
+        f"{_series(NEWEST_SUPPORTED)}; this environment has {distribution} {version}, "
+        f"{where} tested release. Install a supported TensorFlow (for example "
+        f"`pip install \"tensorflow=={_series(NEWEST_SUPPORTED)}.*\"`), or set "
+        f"{ALLOW_UNSUPPORTED_VARIABLE}=1 to build against {version} anyway (untested: "
+        f"the build or the tests may fail)."
+    )
+
+
+def check_supported(version: str, distribution: str = "TensorFlow") -> None:
+    """Raises UnsupportedTensorFlow for a release outside the range, unless allowed."""
+    message = unsupported_message(version, distribution)
+    if message is None or os.environ.get(ALLOW_UNSUPPORTED_VARIABLE, "") not in ("", "0"):
+        return
+    raise UnsupportedTensorFlow(message)
+
+
+def other_dependencies(version: str) -> list[str]:
+    keras = ["keras>=3"] if release(version) >= KERAS_3_FROM else []
+    return ["numpy", *keras]
 
 
 def _normalize(name: str) -> str:
@@ -73,11 +131,21 @@ def build_requirement() -> str:
     if found is None:
         return DEFAULT_REQUIREMENT
     name, version = found
+    check_supported(version, name)
     return f"{name}=={version}"
 
 
+def _stop(error: UnsupportedTensorFlow) -> NoReturn:
+    # pip shows a build backend's stderr; a traceback would bury the message.
+    print(f"\nERROR: {error}\n", file=sys.stderr)
+    raise SystemExit(1)
+
+
 def get_requires_for_dynamic_metadata(settings: Optional[Mapping[str, Any]] = None) -> list[str]:
-    return [build_requirement()]
+    try:
+        return [build_requirement()]
+    except UnsupportedTensorFlow as error:
+        _stop(error)
 
 
 def dynamic_metadata(field: str, settings: Optional[Mapping[str, Any]] = None, *_: Any) -> list[str]:
@@ -90,4 +158,30 @@ def dynamic_metadata(field: str, settings: Optional[Mapping[str, Any]] = None, *
             "pip (which installs it) or install TensorFlow before `--no-build-isolation`"
         )
     name, version = found
-    return [f"{name}=={version}", *OTHER_DEPENDENCIES]
+    try:
+        check_supported(version, name)  # also covers GRAD_REVERSE_TENSORFLOW
+    except UnsupportedTensorFlow as error:
+        _stop(error)
+    return [f"{name}=={version}", *other_dependencies(version)]
+
+
+def main(argv: list[str]) -> int:
+    """`check-version X.Y.Z`, for CMake: exit 2 with the message on stderr when
+    unsupported; a warning on stdout when allowed anyway; 0 otherwise."""
+    if len(argv) != 2 or argv[0] != "check-version":
+        print("usage: tensorflow_requirement.py check-version X.Y.Z", file=sys.stderr)
+        return 1
+    version = argv[1]
+    try:
+        message = unsupported_message(version)
+        check_supported(version)
+    except UnsupportedTensorFlow as error:
+        print(error, file=sys.stderr)
+        return 2
+    if message:
+        print(f"{message} ({ALLOW_UNSUPPORTED_VARIABLE} is set: building anyway)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

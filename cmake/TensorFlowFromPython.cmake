@@ -3,12 +3,14 @@
 #
 #   grad_reverse_find_tensorflow(PYTHON_EXECUTABLE)
 #
-# sets TF_VERSION, TF_INCLUDE_DIR, TF_LIB_DIR and TF_DEFINES (the -D flags of
-# tf.sysconfig.get_compile_flags(), without the -D) in the caller's scope.
+# sets TF_VERSION, TF_INCLUDE_DIR, TF_LIB_DIR, TF_DEFINES (the -D flags of
+# tf.sysconfig.get_compile_flags(), without the -D) and TF_CUDA_VERSION (the
+# CUDA a GPU build of TensorFlow was built with; empty for CPU builds) in the
+# caller's scope.
 function(grad_reverse_find_tensorflow python)
   execute_process(
     COMMAND ${python} -c
-      "import tensorflow as tf; print(tf.__version__); print(tf.sysconfig.get_include()); print(tf.sysconfig.get_lib()); print(','.join(tf.sysconfig.get_compile_flags()))"
+      "import tensorflow as tf; print(tf.__version__); print(tf.sysconfig.get_include()); print(tf.sysconfig.get_lib()); print(','.join(tf.sysconfig.get_compile_flags())); print('cuda=' + str(tf.sysconfig.get_build_info().get('cuda_version', '')))"
     OUTPUT_VARIABLE info
     ERROR_VARIABLE error
     RESULT_VARIABLE result
@@ -18,11 +20,13 @@ function(grad_reverse_find_tensorflow python)
                         "Install TensorFlow first, or build only the kernel module with -DGRAD_REVERSE_KERNELS_ONLY=ON.")
   endif()
   string(REPLACE "\n" ";" info "${info}")
-  # The last four lines: TensorFlow may print warnings before them.
-  list(GET info -4 version)
-  list(GET info -3 include_dir)
-  list(GET info -2 lib_dir)
-  list(GET info -1 flags)
+  # The last five lines: TensorFlow may print warnings before them.
+  list(GET info -5 version)
+  list(GET info -4 include_dir)
+  list(GET info -3 lib_dir)
+  list(GET info -2 flags)
+  list(GET info -1 cuda_version)
+  string(REGEX REPLACE "^cuda=" "" cuda_version "${cuda_version}")
   string(REPLACE "," ";" flags "${flags}")
   set(defines "")
   foreach(flag IN LISTS flags)
@@ -34,4 +38,5 @@ function(grad_reverse_find_tensorflow python)
   set(TF_INCLUDE_DIR ${include_dir} PARENT_SCOPE)
   set(TF_LIB_DIR ${lib_dir} PARENT_SCOPE)
   set(TF_DEFINES ${defines} PARENT_SCOPE)
+  set(TF_CUDA_VERSION "${cuda_version}" PARENT_SCOPE)
 endfunction()

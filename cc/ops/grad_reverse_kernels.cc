@@ -14,7 +14,8 @@
 #include "unsupported/Eigen/CXX11/Tensor"
 
 #if GRAD_REVERSE_WITH_CUDA
-#include "xla/stream_executor/stream.h"
+#include "cc/ops/tf_compat.h"
+#include GRAD_REVERSE_STREAM_HEADER
 #endif
 
 namespace tensorflow {

@@ -11,11 +11,12 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
+#include "cc/ops/tf_compat.h"
 #include "tensorflow/compiler/tf2xla/xla_op_kernel.h"
 #include "tensorflow/core/framework/kernel_def_builder.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/compiler/tf2xla/xla_op_registry.h"
-#include "xla/hlo/builder/xla_builder.h"
+#include GRAD_REVERSE_XLA_BUILDER_HEADER  // moved in TensorFlow 2.19
 #include "xla/shape_util.h"
 
 namespace tensorflow {

@@ -16,6 +16,8 @@ from typing import Any
 
 import tensorflow as tf
 
+from grad_reverse import _gpu_support
+
 PACKAGE_DIR = Path(__file__).resolve().parent
 LIBRARY_NAME = "_grad_reverse_ops.so"
 BUILD_INFO_NAME = "_build_info.json"
@@ -57,6 +59,7 @@ def load_library(directory: Path = PACKAGE_DIR) -> tuple[ModuleType, dict[str, A
     module = tf.load_op_library(str(library))
     if info.get("xla"):
         info["late_xla_kernels"] = _register_late_xla_kernels(library)
+    _gpu_support.warn_if_gpu_without_kernels(info)
     return module, info
 
 

@@ -8,22 +8,34 @@ import tensorflow as tf
 
 import grad_reverse
 from grad_reverse import _loader
+from grad_reverse._gpu_support import missing_gpu_kernels_message
 from grad_reverse._xla import kernel_devices
 
 
 def collect() -> dict[str, Any]:
     build = grad_reverse.BUILD_INFO
     tf.zeros([])  # creates the devices, which registers the XLA kernels
+    gpus = [d.name for d in tf.config.list_physical_devices("GPU")]
+    gpu_warning = missing_gpu_kernels_message(build, gpus)
     return {
         "grad_reverse": grad_reverse.__version__,
         "tensorflow_built_against": build.get("tensorflow_version"),
         "tensorflow_running": tf.__version__,
         "library": str(_loader.PACKAGE_DIR / _loader.LIBRARY_NAME),
-        "cuda_kernels_compiled": bool(build.get("cuda")),
-        "xla_kernels_compiled": bool(build.get("xla")),
-        "gpus_visible": [d.name for d in tf.config.list_physical_devices("GPU")],
+        "cuda_kernels_compiled": _compiled(build, "cuda"),
+        "xla_kernels_compiled": _compiled(build, "xla"),
+        "tensorflow_cuda_version": build.get("tensorflow_cuda_version") or "none (CPU build)",
+        "gpus_visible": gpus,
         "kernels": {op: sorted(kernel_devices(op)) for op in ("GradReverse", "GradReverseGrad")},
+        **({"warning": gpu_warning} if gpu_warning else {}),
     }
+
+
+def _compiled(build: dict[str, Any], feature: str) -> str:
+    """yes / no, with the build's reason when a feature was left out or has a caveat."""
+    note = build.get(f"{feature}_note")
+    answer = "yes" if build.get(feature) else "no"
+    return f"{answer} ({note})" if note else answer
 
 
 def print_info() -> None:

@@ -1,0 +1,83 @@
+# What the TensorFlow found by TensorFlowFromPython.cmake lets this library
+# build, decided by probing its headers (through cc/ops/tf_compat.h, the one
+# header that knows where things moved between releases), not by version
+# numbers. A feature that a release cannot have is left out of the build and
+# explained in the build record, which `python -m grad_reverse info` prints.
+#
+#   grad_reverse_check_tensorflow_version(PYTHON VERSION)
+#       stops the configure with the supported range when VERSION is outside
+#       it (build_tools/tensorflow_requirement.py holds the range; the
+#       environment variable it names allows building anyway).
+#   grad_reverse_probe_tensorflow_features()
+#       sets TF_HAS_XLA_HEADERS and TF_HAS_STREAM_HEADER (ON/OFF).
+#   grad_reverse_check_cuda_versions(NVCC_VERSION TF_CUDA_VERSION OUT_NOTE)
+#       warns when the CUDA toolkit's major version differs from the one
+#       TensorFlow was built with, and returns the note for the build record.
+include_guard(GLOBAL)
+include(CheckCXXSourceCompiles)
+
+set(_grad_reverse_features_dir ${CMAKE_CURRENT_LIST_DIR})
+
+function(grad_reverse_check_tensorflow_version python version)
+  execute_process(
+    COMMAND ${python} ${_grad_reverse_features_dir}/../build_tools/tensorflow_requirement.py
+            check-version ${version}
+    OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE result
+    OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_STRIP_TRAILING_WHITESPACE)
+  if(result EQUAL 2)
+    message(FATAL_ERROR "${err}")
+  elseif(NOT result EQUAL 0)
+    message(FATAL_ERROR "grad_reverse: cannot check the TensorFlow version (${result}): ${err}")
+  endif()
+  if(out)
+    message(WARNING "${out}")
+  endif()
+endfunction()
+
+# Compiles a program that includes only tf_compat.h and fails unless MACRO is
+# 1: quick (no TensorFlow header is parsed), and re-run at every configure so
+# a build folder reused with another TensorFlow gets a fresh answer.
+function(_grad_reverse_probe macro result_var)
+  set(CMAKE_REQUIRED_INCLUDES ${TF_INCLUDE_DIR} ${_grad_reverse_features_dir}/..)
+  set(CMAKE_REQUIRED_QUIET ON)
+  unset(${result_var} CACHE)
+  check_cxx_source_compiles("
+#include \"cc/ops/tf_compat.h\"
+#if !${macro}
+#error not available
+#endif
+int main() { return 0; }" ${result_var})
+  if(${result_var})
+    set(${result_var} ON PARENT_SCOPE)
+  else()
+    set(${result_var} OFF PARENT_SCOPE)
+  endif()
+endfunction()
+
+function(grad_reverse_probe_tensorflow_features)
+  _grad_reverse_probe(GRAD_REVERSE_TF_HAS_XLA_HEADERS _xla)
+  _grad_reverse_probe(GRAD_REVERSE_TF_HAS_STREAM_HEADER _stream)
+  set(TF_HAS_XLA_HEADERS ${_xla} PARENT_SCOPE)
+  set(TF_HAS_STREAM_HEADER ${_stream} PARENT_SCOPE)
+endfunction()
+
+function(grad_reverse_check_cuda_versions nvcc_version tf_cuda_version out_note)
+  set(note "")
+  if(tf_cuda_version AND nvcc_version)
+    string(REGEX MATCH "^[0-9]+" nvcc_major "${nvcc_version}")
+    string(REGEX MATCH "^[0-9]+" tf_major "${tf_cuda_version}")
+    if(NOT nvcc_major STREQUAL tf_major)
+      set(note "built with CUDA ${nvcc_version} (static runtime) for a TensorFlow built with CUDA ${tf_cuda_version}: the GPU kernel needs an NVIDIA driver that supports CUDA ${nvcc_major}")
+      message(WARNING
+        "grad_reverse: nvcc is CUDA ${nvcc_version}, but this TensorFlow was built with "
+        "CUDA ${tf_cuda_version}. The library will link CUDA ${nvcc_version}'s static runtime, "
+        "so its GPU kernel runs only under an NVIDIA driver that supports CUDA ${nvcc_major}; "
+        "under an older driver (enough for TensorFlow's CUDA ${tf_major}) GradReverseGrad "
+        "fails on the GPU with an error naming the driver. To match TensorFlow, point the "
+        "build at a CUDA ${tf_major} toolkit (CUDACXX=<cuda-${tf_major}>/bin/nvcc), or build "
+        "without CUDA (pip install . -C cmake.define.GRAD_REVERSE_CUDA=OFF; GradReverseGrad "
+        "then runs on the CPU unless XLA compiles it).")
+    endif()
+  endif()
+  set(${out_note} "${note}" PARENT_SCOPE)
+endfunction()

@@ -1,0 +1,232 @@
+#!/usr/bin/env python3
+"""The supported-versions matrix: build and test grad-reverse against each
+TensorFlow release, as a new user would, and write the result as a table.
+
+For each row (a TensorFlow release and a Python), in a fresh virtual
+environment: `pip install "tensorflow-cpu==R.*"`, then the README's
+`pip install ".[test]"` from a clean copy of this source tree (so the build
+pins the same TensorFlow), then `pytest -m "not slow"`. It writes, under
+--out, `matrix.md` (a Markdown table), `matrix.json` (one object per row:
+release, Python, build seconds, passed/failed/skipped, XLA kernels in the
+build, result, skip reasons) and a log per row.
+
+  python scripts/tensorflow_matrix.py                  # every supported row
+  python scripts/tensorflow_matrix.py 2.18 2.21@3.13   # chosen rows only
+  python scripts/tensorflow_matrix.py --python 3.12 2.20
+
+A row is RELEASE[@PYTHON]; without @PYTHON it uses --python (default 3.11).
+A Python is a version (found as pythonX.Y on PATH or under pyenv) or a path.
+Rows whose interpreter is missing, or for which TensorFlow publishes no wheel,
+are reported as such, not as failures. Exit status: 0 when no row failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ElementTree
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Optional, Sequence
+
+ROOT = Path(__file__).resolve().parents[1]
+RELEASES = ("2.15", "2.16", "2.17", "2.18", "2.19", "2.20", "2.21")
+EXTRA_PYTHON_ROWS = ("2.21@3.10", "2.21@3.12", "2.21@3.13")
+DEFAULT_PYTHON = "3.11"
+NO_WHEEL = re.compile(r"No matching distribution found for tensorflow-cpu|"
+                      r"Could not find a version that satisfies the requirement tensorflow-cpu")
+
+
+@dataclass
+class Row:
+    release: str
+    python: str
+    result: str = "not run"  # passed | failed | no interpreter | no wheel | install failed | build failed
+    tensorflow: str = ""
+    python_version: str = ""
+    install_seconds: float = 0.0
+    build_seconds: float = 0.0
+    test_seconds: float = 0.0
+    passed: int = 0
+    failed: int = 0
+    skipped: int = 0
+    xla_kernels: Optional[bool] = None
+    cuda_kernels: Optional[bool] = None
+    note: str = ""
+    source_commit: str = ""
+    skip_reasons: dict[str, int] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)
+
+
+def parse_row(text: str, default_python: str) -> Row:
+    release, _, python = text.partition("@")
+    if not re.fullmatch(r"2\.\d+", release):
+        raise argparse.ArgumentTypeError(f"a row is RELEASE[@PYTHON] such as 2.18 or 2.21@3.13, got {text!r}")
+    return Row(release=release, python=python or default_python)
+
+
+def find_python(spec: str) -> Optional[str]:
+    """An interpreter for a version such as "3.12" (PATH, then pyenv), or a path."""
+    if os.sep in spec:
+        return spec if os.access(spec, os.X_OK) else None
+    candidates = [shutil.which(f"python{spec}")]
+    pyenv_root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+    candidates += sorted(map(str, pyenv_root.glob(f"versions/{spec}.*/bin/python{spec}")), reverse=True)
+    for candidate in candidates:
+        if candidate and subprocess.run([candidate, "-c", "import venv"], capture_output=True).returncode == 0:
+            return candidate
+    return None
+
+
+def copy_source(destination: Path) -> str:
+    """The tracked and untracked-but-not-ignored files of this tree (what a
+    fresh clone with local edits holds), so build folders never leak in.
+    Returns the commit, with "+dirty" when there are local changes."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                            cwd=ROOT, capture_output=True, check=True).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        source = ROOT / name
+        if source.is_file():
+            (destination / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, destination / name)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                            capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True).stdout
+    return commit + ("+dirty" if dirty.strip() else "")
+
+
+class Runner:
+    """Runs one row's commands, appending their output to the row's log."""
+
+    def __init__(self, log: Path, cwd: Path, env: dict[str, str]) -> None:
+        self.log, self.cwd, self.env = log, cwd, env
+
+    def __call__(self, *command: str, timeout: int = 3600) -> tuple[int, str, float]:
+        start = time.monotonic()
+        with self.log.open("a") as log:
+            log.write(f"\n$ {' '.join(command)}\n")
+            log.flush()
+            try:
+                done = subprocess.run(command, cwd=self.cwd, env=self.env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, text=True, timeout=timeout)
+                code, output = done.returncode, done.stdout
+            except subprocess.TimeoutExpired as error:
+                code, output = -1, f"{error.stdout or ''}\n[timed out after {timeout} s]"
+            log.write(output)
+        return code, output, time.monotonic() - start
+
+
+def read_junit(path: Path, row: Row) -> None:
+    suite = ElementTree.parse(path).getroot()
+    suite = suite if suite.tag == "testsuite" else suite.find("testsuite")
+    for case in suite.iter("testcase"):
+        name = f"{case.get('classname', '')}::{case.get('name', '')}"
+        if case.find("failure") is not None or case.find("error") is not None:
+            row.failed += 1
+            row.failures.append(name)
+        elif (skip := case.find("skipped")) is not None:
+            row.skipped += 1
+            reason = (skip.get("message") or "").strip()
+            row.skip_reasons[reason] = row.skip_reasons.get(reason, 0) + 1
+        else:
+            row.passed += 1
+
+
+def run_row(row: Row, out: Path, source: Path, keep: bool) -> Row:
+    interpreter = find_python(row.python)
+    if interpreter is None:
+        row.result, row.note = "no interpreter", f"no Python {row.python} on this machine"
+        return row
+    work = Path(tempfile.mkdtemp(prefix=f"matrix-{row.release}-py{row.python}-"))
+    log = out / f"tf{row.release}-py{row.python}.log"
+    log.write_text("")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHONPATH", "GRAD_REVERSE_"))}
+    env["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    run = Runner(log, source, env)
+    try:
+        venv = work / "venv"
+        code, output, _ = run(interpreter, "-m", "venv", str(venv))
+        python = str(venv / "bin" / "python")
+        row.python_version = subprocess.run([python, "-c", "import platform; print(platform.python_version())"],
+                                            capture_output=True, text=True).stdout.strip()
+        run(python, "-m", "pip", "install", "-q", "--upgrade", "pip")
+        code, output, row.install_seconds = run(python, "-m", "pip", "install", f"tensorflow-cpu=={row.release}.*")
+        if code != 0:
+            row.result = "no wheel" if NO_WHEEL.search(output) else "install failed"
+            row.note = (f"TensorFlow {row.release} publishes no tensorflow-cpu wheel for Python {row.python_version}"
+                        if row.result == "no wheel" else "pip install tensorflow-cpu failed: see the log")
+            return row
+        row.tensorflow = subprocess.run([python, "-c", "import importlib.metadata as m; print(m.version('tensorflow-cpu'))"],
+                                        capture_output=True, text=True).stdout.strip()
+        code, output, row.build_seconds = run(python, "-m", "pip", "install", f"{source}[test]")
+        if code != 0:
+            row.result, row.note = "build failed", "pip install .[test] failed: see the log"
+            return row
+        record = subprocess.run(
+            [python, "-c", "import importlib.util, json, pathlib; "
+             "p = pathlib.Path(importlib.util.find_spec('grad_reverse').origin).parent; "
+             "print((p / '_build_info.json').read_text())"], capture_output=True, text=True, cwd=work)
+        if record.returncode == 0:
+            info = json.loads(record.stdout)
+            row.xla_kernels, row.cuda_kernels = bool(info.get("xla")), bool(info.get("cuda"))
+        junit = work / "junit.xml"
+        code, output, row.test_seconds = run(python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not slow",
+                                             "-rs", f"--junitxml={junit}", str(source / "tests"))
+        if junit.is_file():
+            read_junit(junit, row)
+        row.result = "passed" if code == 0 and row.failed == 0 else "failed"
+        if row.result == "failed" and not junit.is_file():
+            row.note = "pytest did not finish: see the log"
+        return row
+    finally:
+        if not keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def markdown(rows: Sequence[Row]) -> str:
+    lines = ["| TensorFlow | Python | result | build s | passed | failed | skipped | XLA kernels | note |",
+             "|---|---|---|---:|---:|---:|---:|---|---|"]
+    for row in rows:
+        xla = {True: "yes", False: "no", None: ""}[row.xla_kernels]
+        lines.append(f"| {row.tensorflow or row.release} | {row.python_version or row.python} | {row.result} | "
+                     f"{row.build_seconds:.0f} | {row.passed} | {row.failed} | {row.skipped} | {xla} | {row.note} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("rows", nargs="*", help="RELEASE[@PYTHON] (default: every release on --python, "
+                        f"plus {', '.join(EXTRA_PYTHON_ROWS)})")
+    parser.add_argument("--python", default=DEFAULT_PYTHON, help="Python for rows without @PYTHON (default %(default)s)")
+    parser.add_argument("--out", type=Path, default=ROOT / "build-matrix", help="output folder (default %(default)s)")
+    parser.add_argument("--keep-venvs", action="store_true", help="keep each row's virtual environment")
+    args = parser.parse_args(argv)
+    texts = args.rows or [*RELEASES, *EXTRA_PYTHON_ROWS]
+    try:
+        rows = [parse_row(text, args.python) for text in texts]
+    except argparse.ArgumentTypeError as error:
+        parser.error(str(error))
+    args.out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="matrix-source-") as source:
+        commit = copy_source(Path(source))
+        for row in rows:
+            row.source_commit = commit
+            print(f"TensorFlow {row.release}, Python {row.python} ...", flush=True)
+            run_row(row, args.out, Path(source), args.keep_venvs)
+            print(f"  {row.result}: {row.passed} passed, {row.failed} failed, {row.skipped} skipped, "
+                  f"build {row.build_seconds:.0f} s {row.note}", flush=True)
+            (args.out / "matrix.json").write_text(json.dumps([asdict(r) for r in rows], indent=2) + "\n")
+            (args.out / "matrix.md").write_text(markdown(rows))
+    print(markdown(rows))
+    return 0 if all(row.result not in ("failed", "build failed", "install failed") for row in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

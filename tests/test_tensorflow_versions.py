@@ -1,0 +1,211 @@
+"""The supported TensorFlow range, the header probes and the CUDA messages:
+everything that decides what a build against a given release contains."""
+
+import importlib.util
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import tensorflow as tf
+
+import grad_reverse
+from grad_reverse import _gpu_support
+
+ROOT = Path(__file__).resolve().parents[1]
+PROVIDER = ROOT / "build_tools" / "tensorflow_requirement.py"
+FAKE_GPUS = ["/physical_device:GPU:0"]
+
+
+def load_provider():
+    spec = importlib.util.spec_from_file_location("tensorflow_requirement", PROVIDER)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def provider(monkeypatch):
+    monkeypatch.delenv("GRAD_REVERSE_ALLOW_UNSUPPORTED_TENSORFLOW", raising=False)
+    return load_provider()
+
+
+# ------------------------------------------------------ supported range ----
+
+@pytest.mark.parametrize("version", ["2.15.0", "2.15.1", "2.18.1", "2.21.0", "2.21.0rc1"])
+def test_releases_inside_the_range_are_supported(provider, version):
+    assert provider.unsupported_message(version) is None
+    provider.check_supported(version)
+
+
+@pytest.mark.parametrize("version, where", [("2.14.1", "older"), ("2.22.0", "newer"),
+                                            ("2.22.0.dev20261101", "newer"), ("1.15.5", "older")])
+def test_releases_outside_the_range_name_the_range_and_the_override(provider, version, where):
+    with pytest.raises(provider.UnsupportedTensorFlow) as error:
+        provider.check_supported(version, "tensorflow-cpu")
+    message = str(error.value)
+    assert "supports TensorFlow 2.15 to 2.21" in message
+    assert f"tensorflow-cpu {version}" in message and where in message
+    assert "GRAD_REVERSE_ALLOW_UNSUPPORTED_TENSORFLOW=1" in message
+
+
+def test_the_override_builds_anyway(provider, monkeypatch):
+    monkeypatch.setenv("GRAD_REVERSE_ALLOW_UNSUPPORTED_TENSORFLOW", "1")
+    provider.check_supported("2.22.0")  # no error
+
+
+def test_the_running_tensorflow_is_inside_the_range(provider):
+    assert provider.unsupported_message(tf.__version__) is None
+
+
+def test_keras_3_is_required_only_where_tensorflow_uses_it(provider):
+    assert provider.other_dependencies("2.15.1") == ["numpy"]
+    assert provider.other_dependencies("2.16.2") == ["numpy", "keras>=3"]
+
+
+@pytest.mark.parametrize("version, code", [("2.15.1", 0), ("2.21.0", 0), ("2.14.1", 2), ("2.22.0", 2)])
+def test_cmake_asks_the_same_question(version, code):
+    result = subprocess.run([sys.executable, str(PROVIDER), "check-version", version],
+                            capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+    assert result.returncode == code, result.stderr
+    assert ("supports TensorFlow 2.15 to 2.21" in result.stderr) == (code == 2)
+
+
+def fake_environment(tmp_path: Path, distribution: str, version: str) -> Path:
+    """A virtual environment (no pip) whose only TensorFlow is dist-info metadata."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    site = subprocess.run([str(python), "-c", "import site; print(site.getsitepackages()[0])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    dist_info = Path(site) / f"{distribution.replace('-', '_')}-{version}.dist-info"
+    dist_info.mkdir(parents=True)
+    (dist_info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {distribution}\nVersion: {version}\n")
+    return python
+
+
+def test_pip_install_against_an_unsupported_tensorflow_stops_at_the_start(tmp_path):
+    """The real `pip install .` into an environment holding TensorFlow 2.14.1:
+    the build stops while asking for its requirements, with the range in the
+    message, before CMake or a compiler runs."""
+    python = fake_environment(tmp_path, "tensorflow-cpu", "2.14.1")
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps",
+         "--no-cache-dir", str(ROOT)],
+        capture_output=True, text=True, timeout=600,
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output
+    assert "grad-reverse supports TensorFlow 2.15 to 2.21" in output, output
+    assert "tensorflow-cpu 2.14.1" in output
+    assert "GRAD_REVERSE_ALLOW_UNSUPPORTED_TENSORFLOW=1" in output
+    assert "Getting requirements to build wheel did not run successfully" in output
+    assert not any(word in output for word in ("CMake", "Building CXX", "fatal error")), output
+
+
+# ---------------------------------------------------------- header probes ----
+
+def preprocess(include_dir: Path) -> str:
+    compiler = shutil.which("c++") or shutil.which("g++")
+    if compiler is None:
+        pytest.skip("no C++ compiler on this machine")
+    source = '#include "cc/ops/tf_compat.h"\nxla=GRAD_REVERSE_TF_HAS_XLA_HEADERS builder=GRAD_REVERSE_XLA_BUILDER_HEADER\n'
+    result = subprocess.run([compiler, "-std=c++17", "-E", "-P", "-x", "c++", "-I", str(ROOT),
+                             "-I", str(include_dir), "-"], input=source, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip().splitlines()[-1]
+
+
+def headers(root: Path, *paths: str) -> Path:
+    for path in paths:
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text("")
+    return root
+
+
+@pytest.mark.parametrize("builder", ["xla/hlo/builder/xla_builder.h", "xla/client/xla_builder.h"],
+                         ids=["2.19+", "2.15-2.18"])
+def test_the_compat_header_finds_the_xla_builder_where_the_release_keeps_it(tmp_path, builder):
+    include = headers(tmp_path, builder, "tensorflow/compiler/tf2xla/xla_op_kernel.h")
+    assert preprocess(include) == f'xla=1 builder="{builder}"'
+
+
+def test_without_tf2xla_headers_the_probe_says_no_xla(tmp_path):
+    include = headers(tmp_path, "xla/client/xla_builder.h")
+    assert preprocess(include).startswith("xla=0")
+
+
+def test_the_installed_tensorflow_has_the_headers_this_build_used():
+    assert preprocess(Path(tf.sysconfig.get_include())).startswith("xla=1")
+    assert grad_reverse.BUILD_INFO["xla"] and not grad_reverse.BUILD_INFO.get("xla_note")
+
+
+# ------------------------------------------------------ CUDA mismatches ----
+
+def run_cmake_check(tmp_path: Path, nvcc: str, tf_cuda: str) -> subprocess.CompletedProcess:
+    cmake = shutil.which("cmake")
+    if cmake is None:
+        pytest.skip("cmake is not installed")
+    script = tmp_path / "check.cmake"
+    script.write_text(textwrap.dedent(f"""\
+        include("{ROOT.as_posix()}/cmake/TensorFlowFeatures.cmake")
+        grad_reverse_check_cuda_versions("{nvcc}" "{tf_cuda}" note)
+        message(STATUS "note=[${{note}}]")
+    """))
+    return subprocess.run([cmake, "-P", str(script)], capture_output=True, text=True)
+
+
+def test_the_build_warns_when_nvcc_and_tensorflow_differ_in_cuda_major(tmp_path):
+    result = run_cmake_check(tmp_path, "13.0.88", "12.5.1")
+    assert result.returncode == 0
+    warning = " ".join(result.stderr.split())  # CMake wraps long warnings
+    assert "CMake Warning" in warning
+    assert "nvcc is CUDA 13.0.88, but this TensorFlow was built with CUDA 12.5.1" in warning
+    assert "static runtime" in warning and "driver that supports CUDA 13" in warning
+    assert "GRAD_REVERSE_CUDA=OFF" in warning
+    assert "note=[built with CUDA 13.0.88" in result.stdout
+
+
+@pytest.mark.parametrize("nvcc, tf_cuda", [("12.8.93", "12.5.1"), ("13.0.88", "")],
+                         ids=["same major", "CPU TensorFlow"])
+def test_the_build_is_quiet_when_cuda_majors_match_or_tensorflow_has_no_cuda(tmp_path, nvcc, tf_cuda):
+    result = run_cmake_check(tmp_path, nvcc, tf_cuda)
+    assert result.returncode == 0 and "Warning" not in result.stderr
+    assert "note=[]" in result.stdout
+
+
+def test_import_warns_once_when_gpus_are_visible_but_the_library_has_no_cuda_kernels():
+    build = {"cuda": False, "cuda_note": "no CUDA toolkit (nvcc) found at build time",
+             "tensorflow_cuda_version": "12.5.1"}
+    with pytest.warns(RuntimeWarning) as record:
+        message = _gpu_support.warn_if_gpu_without_kernels(build, visible_gpus=lambda: FAKE_GPUS)
+    assert len(record) == 1 and str(record[0].message) == message
+    assert "1 GPU(s) (/physical_device:GPU:0)" in message
+    assert "no CUDA toolkit (nvcc) found at build time" in message
+    assert "GradReverseGrad will run on the CPU, copying each gradient from the GPU and back" in message
+    assert "unless XLA compiles it" in message and "CUDA 12.5.1 toolkit" in message
+    assert "pip install --force-reinstall --no-deps ." in message
+
+
+def test_no_warning_and_no_device_query_when_the_library_has_cuda_kernels(recwarn):
+    def must_not_be_called():
+        raise AssertionError("asked for devices although the library has CUDA kernels")
+
+    assert _gpu_support.warn_if_gpu_without_kernels({"cuda": True}, visible_gpus=must_not_be_called) is None
+    assert _gpu_support.warn_if_gpu_without_kernels({"cuda": False}, visible_gpus=lambda: []) is None
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
+def test_info_says_the_same_when_gpus_are_visible_without_cuda_kernels(monkeypatch):
+    from grad_reverse import info
+
+    monkeypatch.setattr(grad_reverse, "BUILD_INFO", dict(grad_reverse.BUILD_INFO, cuda=False,
+                                                           cuda_note="no CUDA toolkit (nvcc) found at build time"))
+    real = tf.config.list_physical_devices
+    monkeypatch.setattr(tf.config, "list_physical_devices",
+                        lambda kind=None: [tf.config.PhysicalDevice(FAKE_GPUS[0], "GPU")] if kind == "GPU" else real(kind))
+    report = info.collect()
+    assert report["cuda_kernels_compiled"] == "no (no CUDA toolkit (nvcc) found at build time)"
+    assert "GradReverseGrad will run on the CPU" in report["warning"]
