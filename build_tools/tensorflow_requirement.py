@@ -5,10 +5,12 @@ This provider makes `pip install .` do that without a second TensorFlow:
 
 * Build requirement (`get_requires_for_dynamic_metadata`): if the target
   environment already has `tensorflow` or `tensorflow-cpu` (or another
-  TensorFlow distribution), the same distribution at the same version;
-  otherwise `tensorflow` of the tested series (DEFAULT_REQUIREMENT). pip
-  installs it into the isolated build environment (from its cache when it is
-  already installed), and CMake asks that interpreter's `tf.sysconfig`.
+  TensorFlow distribution) of a supported release, nothing: CMake builds
+  against that very installation (cmake/TensorFlowFromPython.cmake reads it
+  through pip's isolation), so a reinstall neither downloads nor unpacks a
+  second TensorFlow. Otherwise `tensorflow` of the newest supported series
+  (DEFAULT_REQUIREMENT), which pip installs into the isolated build
+  environment, and which CMake then uses.
 * Runtime dependency (`dynamic_metadata`): the distribution and exact version
   that the build really used, so the installed package never pulls in a
   different TensorFlow next to the one it was compiled for.
@@ -123,7 +125,9 @@ def _target_environment_paths() -> list[str]:
     return [p for p in paths if os.path.isdir(p)] + [p for p in sys.path if p]
 
 
-def build_requirement() -> str:
+def build_requirement() -> Optional[str]:
+    """What pip must put into the build environment, or None when the target
+    environment's own TensorFlow (supported) is what CMake builds against."""
     override = os.environ.get("GRAD_REVERSE_TENSORFLOW")
     if override:
         return override
@@ -132,7 +136,7 @@ def build_requirement() -> str:
         return DEFAULT_REQUIREMENT
     name, version = found
     check_supported(version, name)
-    return f"{name}=={version}"
+    return None
 
 
 def _stop(error: UnsupportedTensorFlow) -> NoReturn:
@@ -143,15 +147,19 @@ def _stop(error: UnsupportedTensorFlow) -> NoReturn:
 
 def get_requires_for_dynamic_metadata(settings: Optional[Mapping[str, Any]] = None) -> list[str]:
     try:
-        return [build_requirement()]
+        requirement = build_requirement()
     except UnsupportedTensorFlow as error:
         _stop(error)
+    return [requirement] if requirement else []
 
 
 def dynamic_metadata(field: str, settings: Optional[Mapping[str, Any]] = None, *_: Any) -> list[str]:
     if field != "dependencies":
         raise ValueError(f"tensorflow_requirement provides 'dependencies', not {field!r}")
-    found = find_tensorflow()  # the build environment: what CMake compiles against
+    # What CMake compiles against: the build environment's TensorFlow when pip
+    # installed one there, else the target environment's (see
+    # cmake/TensorFlowFromPython.cmake for the same order).
+    found = find_tensorflow() or find_tensorflow(_target_environment_paths())
     if found is None:
         raise RuntimeError(
             "grad-reverse: no TensorFlow in the build environment; build with "
