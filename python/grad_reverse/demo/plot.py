@@ -19,10 +19,22 @@ _POINT_COLOURS = ("#08519c", "#a63603")
 
 
 def plot_decision_boundaries(path: str, domains: MoonsDomains, panels: Sequence[tuple]) -> Optional[str]:
-    """One panel per `(title, model)`: the model's decision regions and
-    boundary, the source and target points. Writes a PNG to `path`.
+    """Writes `decision_boundary_figure(domains, panels)` to `path` as a PNG.
 
     Returns `path`, or None (with nothing written) when matplotlib is missing.
+    """
+    fig = decision_boundary_figure(domains, panels)
+    if fig is None:
+        return None
+    fig.savefig(path, dpi=110)
+    return path
+
+
+def decision_boundary_figure(domains: MoonsDomains, panels: Sequence[tuple]) -> Optional["Figure"]:
+    """One panel per `(title, model)`: the model's decision regions and
+    boundary, the source and target points; one legend saying what each is.
+
+    Returns a matplotlib `Figure`, or None when matplotlib is missing.
     """
     try:
         from matplotlib.colors import ListedColormap
@@ -68,5 +80,4 @@ def plot_decision_boundaries(path: str, domains: MoonsDomains, panels: Sequence[
                              label=f"target point, class {cls} (label unseen)"))
     fig.legend(handles=legend, loc="lower center", ncol=3, frameon=False, fontsize="small")
     fig.suptitle("Inter-twinning moons (Ganin et al. 2016, §5.1.1): target = source rotated 35°")
-    fig.savefig(path, dpi=110)
-    return path
+    return fig

@@ -40,8 +40,10 @@ def format_logs(logs: Optional[dict[str, Any]]) -> str:
 
 
 class LineProgress(keras.callbacks.Callback):
-    """Prints `label: step N/TOTAL, T s, <logs>` when training ends, and every
-    `every_seconds` while it runs. For output that is not a terminal."""
+    """Prints `label: step N/TOTAL, T s; Keras logs: <logs>` when training
+    ends, and every `every_seconds` while it runs. For output that is not a
+    terminal. Keras' loss and metrics in the logs are means over the run so
+    far (as in its progress bar), not the last step's."""
 
     def __init__(
         self,
@@ -78,7 +80,7 @@ class LineProgress(keras.callbacks.Callback):
         values = format_logs(logs)
         self._print(
             f"  {self.label}: step {self._steps}/{self.total_steps}, {now - self._start:.1f} s"
-            + (f", {values}" if values else "")
+            + (f"; Keras logs: {values}" if values else "")
         )
 
 
