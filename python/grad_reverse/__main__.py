@@ -105,13 +105,20 @@ def _verbose_after_command(rest: Sequence[str]) -> bool:
     return "--verbose" in (words[: words.index("--")] if "--" in words else words)
 
 
+def configure_tensorflow_environment(verbose: bool) -> None:
+    """What TensorFlow reads when it loads: its C++ log level, unless
+    `verbose` or the user set one."""
+    if not verbose:
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", QUIET_TF_CPP_MIN_LOG_LEVEL)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Runs `python -m grad_reverse ARGV...`; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     found, rest = table_parser().parse_known_args(argv)  # exits on --help and on no command
     command = _BY_NAME[found.command]
     verbose = found.verbose or _verbose_after_command(rest)
-    if not verbose:
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", QUIET_TF_CPP_MIN_LOG_LEVEL)
+    configure_tensorflow_environment(verbose)
 
     with _startup.tensorflow_start_filtered(enabled=not verbose):
         parser = command_parser(command)  # bench and serving import TensorFlow here
