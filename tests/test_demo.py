@@ -341,3 +341,33 @@ def test_plot_labels_the_axes_and_says_what_the_shading_means():
     assert sum("shaded" in t and "predicts class" in t for t in texts) == 2, texts
     assert any("decision boundary" in t for t in texts)
     assert sum(t.startswith("source point") for t in texts) == sum(t.startswith("target point") for t in texts) == 2
+
+
+# --- Keras 2 -------------------------------------------------------------------------
+
+LEGACY_DEMO = """
+import json, sys
+from grad_reverse._keras import KERAS_3, keras
+from grad_reverse.demo.experiment import run
+
+result = run(sys.argv[1], seeds=[0], steps=30, quiet=True)
+print(json.dumps({"keras": keras.__version__, "keras_3": KERAS_3, "runs": result["runs"],
+                  "serving_check": result["serving_check"], "plot": result["plot"]}))
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tf_keras") is None,
+                    reason="legacy Keras 2 needs the tf-keras package (CI's legacy step installs it)")
+def test_demo_runs_under_keras_2(tmp_path):
+    import subprocess
+    import sys
+
+    env = dict(os.environ, TF_USE_LEGACY_KERAS="1")
+    result = subprocess.run([sys.executable, "-c", LEGACY_DEMO, str(tmp_path / "out")], env=env,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["keras_3"] is False and report["keras"].startswith("2."), report
+    assert report["serving_check"] == 0
+    (row,) = report["runs"]
+    assert 0.5 <= row["dann"]["source"] <= 1.0 and 0.5 <= row["source_only"]["source"] <= 1.0, row

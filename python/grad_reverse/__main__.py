@@ -11,7 +11,8 @@ without TensorFlow. Running a command:
    `demo`, `example` and `info` modules import TensorFlow only when they run);
 3. load the package as a user's `import grad_reverse` would (op library,
    gradients), keeping TensorFlow's start-up lines out of the output;
-4. run it.
+4. run it; `args.verbose` tells it whether `--verbose` was given, before
+   or after the command's name.
 
 A user's program that imports `grad_reverse` gets none of this: the library
 never changes the process's log settings.
@@ -48,7 +49,7 @@ COMMANDS = (
     Command("bench", "time the native op against tf.custom_gradient and tf.identity", "grad_reverse.bench"),
     Command("check-serving", "list the op types of a SavedModel's serving signatures; fail on non-stock ones",
             "grad_reverse.serving"),
-    Command("make-servable", "copy a SavedModel with GradReverse replaced by stock ops, for stock TF Serving",
+    Command("make-servable", "copy a SavedModel with GradReverse replaced by Identity, so stock TF Serving can serve it",
             "grad_reverse.serving"),
 )
 _BY_NAME = {command.name: command for command in COMMANDS}
@@ -123,6 +124,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     with _startup.tensorflow_start_filtered(enabled=not verbose):
         parser = command_parser(command)  # bench and serving import TensorFlow here
     args = parser.parse_args(argv)
+    args.verbose = verbose  # -v before the command counts for the command too
     with _startup.tensorflow_start_filtered(enabled=not verbose):
         import grad_reverse
 
