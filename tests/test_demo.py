@@ -1,20 +1,22 @@
 """The moons demo and the DANN lambda schedule: the moons generator, the
-schedule's values and its effect on fit-time gradients, and the demo's claims
+schedule's values and its effect on fit-time gradients, the demo's claims
 (DANN beats the source-only network on the rotated target, over seeds), its
-plot, results and SavedModel export."""
+reproducibility, progress output, plot, results and SavedModel export."""
 
 import argparse
 import importlib.util
+import io
 import json
 import math
+import os
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 import grad_reverse
-from grad_reverse import demo
+from grad_reverse._keras import KERAS_3, keras
+from grad_reverse.demo import DEFAULT_OUT, DEFAULT_STEPS, cli, data, experiment, models, plot, progress, training
 from grad_reverse.schedule import DANNLambdaSchedule, dann_lambda
 
 # Four seeds of the full demo (3000 steps each): over seeds 0-19 DANN's target
@@ -28,14 +30,14 @@ HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 
 
 def test_make_moons_shapes_labels_and_dtype():
-    x, y = demo.make_moons(150, 0.05, np.random.default_rng(0))
+    x, y = data.make_moons(150, 0.05, np.random.default_rng(0))
     assert x.shape == (300, 2) and y.shape == (300,)
     assert x.dtype == np.float32 and y.dtype == np.float32
     np.testing.assert_array_equal(y, np.r_[np.zeros(150), np.ones(150)])
 
 
 def test_noise_free_moons_lie_on_two_half_circles_around_the_origin():
-    x, y = demo.make_moons(200, 0.0, np.random.default_rng(1))
+    x, y = data.make_moons(200, 0.0, np.random.default_rng(1))
     # Unit half circles centred at (0, 0) and (1, 0.5), centred on (0.5, 0.25)
     # and doubled: radius 2 around (-1, -0.5) and (1, 0.5).
     upper, lower = x[y == 0], x[y == 1]
@@ -46,26 +48,26 @@ def test_noise_free_moons_lie_on_two_half_circles_around_the_origin():
 
 
 def test_rotate_keeps_distances_and_turns_every_point_by_the_angle():
-    x, _ = demo.make_moons(50, 0.05, np.random.default_rng(2))
-    r = demo.rotate(x, 35.0)
+    x, _ = data.make_moons(50, 0.05, np.random.default_rng(2))
+    r = data.rotate(x, 35.0)
     pairwise = lambda p: np.linalg.norm(p[:, None, :] - p[None, :, :], axis=-1)
     np.testing.assert_allclose(pairwise(r), pairwise(x), atol=1e-5)
     angle = np.degrees(np.arctan2(x[:, 0] * r[:, 1] - x[:, 1] * r[:, 0], (x * r).sum(axis=1)))
     np.testing.assert_allclose(angle, 35.0, atol=1e-3)  # counter-clockwise
-    np.testing.assert_allclose(demo.rotate(r, -35.0), x, atol=1e-5)
+    np.testing.assert_allclose(data.rotate(r, -35.0), x, atol=1e-5)
 
 
 def test_target_domain_is_an_independent_sample_rotated_by_35_degrees():
-    domains = demo.make_domains(3, noise=0.0)
+    domains = data.make_domains(3, noise=0.0)
     assert domains.x_source.shape == domains.x_target.shape == (300, 2)
-    back = demo.rotate(domains.x_target, -35.0)
+    back = data.rotate(domains.x_target, -35.0)
     np.testing.assert_allclose(np.linalg.norm(back[domains.y_target == 0] - [-1.0, -0.5], axis=1), 2.0, rtol=1e-5)
     np.testing.assert_allclose(np.linalg.norm(back[domains.y_target == 1] - [1.0, 0.5], axis=1), 2.0, rtol=1e-5)
     assert not np.allclose(back, domains.x_source)  # fresh points, not the source rotated
 
 
 def test_make_domains_is_seeded():
-    a, b, c = demo.make_domains(5), demo.make_domains(5), demo.make_domains(6)
+    a, b, c = data.make_domains(5), data.make_domains(5), data.make_domains(6)
     for u, v in zip(a, b):
         np.testing.assert_array_equal(u, v)
     assert not np.array_equal(a.x_source, c.x_source)
@@ -128,7 +130,8 @@ def ones_dataset():
 
 @pytest.mark.parametrize("make_variable", [
     lambda: tf.Variable(0.0, trainable=False),
-    lambda: keras.Variable(0.0, trainable=False),
+    pytest.param(lambda: keras.Variable(0.0, trainable=False),
+                 marks=pytest.mark.skipif(not KERAS_3, reason="keras.Variable is Keras 3 only")),
 ], ids=["tf.Variable", "keras.Variable"])
 def test_schedule_assigns_lambda_before_each_batch_and_fit_uses_it_without_retracing(make_variable):
     lambda_ = make_variable()
@@ -177,7 +180,7 @@ def test_schedule_with_an_unknown_number_of_steps_needs_total_steps():
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("demo")
-    return demo.run(str(out), seeds=CLAIM_SEEDS, quiet=True)
+    return experiment.run(str(out), seeds=CLAIM_SEEDS, quiet=True)
 
 
 def mean_target(result, model):
@@ -224,7 +227,7 @@ def test_export_serves_the_trained_dann_without_the_op(demo_run):
     loaded = tf.saved_model.load(demo_run["export"])
     serve = loaded.signatures["serving_default"]
     assert "GradReverse" not in graph_op_types(serve)
-    domains = demo.make_domains(CLAIM_SEEDS[0])
+    domains = data.make_domains(CLAIM_SEEDS[0])
     (label,) = [v for k, v in serve(tf.constant(domains.x_target)).items() if "label" in k]
     accuracy = float(np.mean((label.numpy().reshape(-1) > 0.5) == (domains.y_target > 0.5)))
     assert accuracy == pytest.approx(demo_run["runs"][0]["dann"]["target"])
@@ -236,11 +239,135 @@ def test_check_serving_passes_on_the_demo_export(demo_run):
 
 def test_cli_registers_demo_with_its_options():
     parser = argparse.ArgumentParser()
-    demo.add_cli(parser.add_subparsers(dest="command"))
+    cli.add_cli(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["demo", "--out", "somewhere", "--seed", "4", "--seed", "7", "--steps", "10"])
     assert (args.out, args.seeds, args.steps, args.quiet) == ("somewhere", [4, 7], 10, False)
     assert callable(args.run)
     defaults = parser.parse_args(["demo"])
-    assert (defaults.out, defaults.seeds, defaults.steps) == (demo.DEFAULT_OUT, None, demo.DEFAULT_STEPS)
+    assert (defaults.out, defaults.seeds, defaults.steps) == (DEFAULT_OUT, None, DEFAULT_STEPS)
     with pytest.raises(SystemExit):
         parser.parse_args(["demo", "--steps", "0"])
+
+
+# --- reproducibility -------------------------------------------------------------
+
+# Few steps keep this quick; the training path is the demo's own.
+REPRO_STEPS = 40
+
+
+def trained_weights(seed):
+    domains = data.make_domains(seed)
+    source_only = training.train_source_only(domains, seed, REPRO_STEPS)
+    dann = training.train_dann(domains, seed, REPRO_STEPS)
+    return [w.copy() for model in (source_only, dann) for w in model.get_weights()]
+
+
+def test_the_same_seed_trains_bitwise_the_same_weights_and_another_seed_does_not():
+    first, again, other = trained_weights(5), trained_weights(5), trained_weights(6)
+    assert len(first) == len(again)
+    for a, b in zip(first, again):
+        np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32))
+    assert any(not np.array_equal(a, c) for a, c in zip(first, other))
+
+
+def test_run_with_the_same_seed_reports_the_same_numbers(tmp_path):
+    a = experiment.run(str(tmp_path / "a"), seeds=[3], steps=REPRO_STEPS, quiet=True)
+    b = experiment.run(str(tmp_path / "b"), seeds=[3], steps=REPRO_STEPS, quiet=True)
+    assert a["runs"] == b["runs"] and a["mean_target"] == b["mean_target"]
+    assert a["out_dir"] == os.path.abspath(tmp_path / "a")
+
+
+# --- progress output ---------------------------------------------------------------
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_line_progress_prints_one_line_at_the_end_and_one_per_interval():
+    lines, clock = [], FakeClock()
+    callback = progress.LineProgress("fit", 100, every_seconds=10.0, print_fn=lines.append, clock=clock)
+    callback.on_train_begin()
+    for step in range(100):
+        clock.now = step * 0.25  # 25 s in all: lines at 10 s and 20 s
+        callback.on_train_batch_end(step, {"loss": 0.5 - step / 1000})
+    callback.on_train_end({"loss": 0.4, "accuracy": 1.0})
+    assert len(lines) == 3, lines
+    assert lines[0] == "  fit: step 41/100, 10.0 s; Keras logs: loss 0.460"
+    assert lines[1].startswith("  fit: step 81/100, 20.0 s")
+    assert lines[2] == "  fit: step 100/100, 24.8 s; Keras logs: loss 0.400, accuracy 1.000"
+
+
+def test_fit_progress_uses_keras_bars_only_on_a_terminal():
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    assert progress.fit_progress("fit", 10, quiet=False, stream=Terminal()) == (1, [])
+    verbose, callbacks = progress.fit_progress("fit", 10, quiet=False, stream=io.StringIO())
+    assert verbose == 0 and [type(c) for c in callbacks] == [progress.LineProgress]
+    assert progress.fit_progress("fit", 10, quiet=True, stream=Terminal()) == (0, [])
+
+
+def test_training_output_off_a_terminal_is_short_lines(capsys):
+    domains = data.make_domains(0)
+    training.train_source_only(domains, 0, 30, quiet=False)
+    training.train_dann(domains, 0, 30, quiet=False)
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    # One line per run (and one per 10 s, should a run take that long here).
+    assert sum("step 30/30" in line for line in lines) == 2, out
+    assert all(len(line) < 200 and line.startswith("  fit: step ") for line in lines), lines
+
+
+# --- the picture --------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not HAS_MATPLOTLIB, reason="matplotlib is not installed")
+def test_plot_labels_the_axes_and_says_what_the_shading_means():
+    domains = data.make_domains(0)
+    model = models.build_source_only(0)
+    fig = plot.decision_boundary_figure(domains, [("a", model), ("b", model)])
+    axes = fig.axes
+    assert len(axes) == 2
+    for ax in axes:
+        assert ax.get_xlabel() and ax.get_ylabel()
+    (legend,) = fig.legends
+    texts = [t.get_text() for t in legend.get_texts()]
+    assert sum("shaded" in t and "predicts class" in t for t in texts) == 2, texts
+    assert any("decision boundary" in t for t in texts)
+    assert sum(t.startswith("source point") for t in texts) == sum(t.startswith("target point") for t in texts) == 2
+
+
+# --- Keras 2 -------------------------------------------------------------------------
+
+LEGACY_DEMO = """
+import json, sys
+from grad_reverse._keras import KERAS_3, keras
+from grad_reverse.demo.experiment import run
+
+result = run(sys.argv[1], seeds=[0], steps=30, quiet=True)
+print(json.dumps({"keras": keras.__version__, "keras_3": KERAS_3, "runs": result["runs"],
+                  "serving_check": result["serving_check"], "plot": result["plot"]}))
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tf_keras") is None,
+                    reason="legacy Keras 2 needs the tf-keras package (CI's legacy step installs it)")
+def test_demo_runs_under_keras_2(tmp_path):
+    import subprocess
+    import sys
+
+    env = dict(os.environ, TF_USE_LEGACY_KERAS="1")
+    result = subprocess.run([sys.executable, "-c", LEGACY_DEMO, str(tmp_path / "out")], env=env,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["keras_3"] is False and report["keras"].startswith("2."), report
+    assert report["serving_check"] == 0
+    (row,) = report["runs"]
+    assert 0.5 <= row["dann"]["source"] <= 1.0 and 0.5 <= row["source_only"]["source"] <= 1.0, row

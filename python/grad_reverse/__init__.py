@@ -3,12 +3,23 @@
 Importing the package loads the op library (once) and registers the
 gradients of `GradReverse` and `GradReverseGrad` by op type. Import it before
 loading a SavedModel that contains the op.
+
+Public names: `grad_reverse`, `GradReverse`, `DANNLambdaSchedule`,
+`dann_lambda`, `BUILD_INFO`, `SUPPORTED_DTYPES`, and the modules `reference`
+and `serving`.
+
+One exception: the package's own command line. Python imports this package
+before it runs `python -m grad_reverse`, and the command line must set
+TensorFlow's environment before TensorFlow loads (and `--help` should not
+load it at all). So while Python is starting the command line (see
+`_startup.starting_command_line`), the import below waits; the command line
+calls `_load()` once it is ready, and any public name asked for earlier
+loads it too.
 """
 
-from grad_reverse import reference
-from grad_reverse.layer import GradReverse
-from grad_reverse.ops import BUILD_INFO, SUPPORTED_DTYPES, grad_reverse
-from grad_reverse.schedule import DANNLambdaSchedule, dann_lambda
+import importlib
+
+from grad_reverse import _startup
 
 __version__ = "0.1.0"
 
@@ -20,5 +31,45 @@ __all__ = [
     "dann_lambda",
     "grad_reverse",
     "reference",
+    "serving",
     "__version__",
 ]
+
+_SUBMODULES = frozenset({"reference", "serving"})
+_LOADED_NAMES = frozenset(__all__) - {"__version__"}
+_loading = False
+
+
+def _load() -> None:
+    """Imports TensorFlow and the public API: loads the library, registers the gradients."""
+    global _loading, BUILD_INFO, DANNLambdaSchedule, GradReverse, SUPPORTED_DTYPES
+    global dann_lambda, grad_reverse, reference, serving
+    _loading = True
+    try:
+        from grad_reverse import reference
+        from grad_reverse.layer import GradReverse
+        from grad_reverse.ops import BUILD_INFO, SUPPORTED_DTYPES, grad_reverse
+        from grad_reverse.schedule import DANNLambdaSchedule, dann_lambda
+
+        # Last: it builds on the others.
+        from grad_reverse import serving
+    finally:
+        _loading = False
+
+
+def __getattr__(name: str):
+    # Reached only for names not bound yet: while the command line starts,
+    # or while _load() runs.
+    if name in _SUBMODULES:
+        # What `from grad_reverse import reference` in a submodule would do
+        # anyway; loading everything here instead could re-enter a module
+        # that is still being imported.
+        return importlib.import_module(f"{__name__}.{name}")
+    if name in _LOADED_NAMES and not _loading:
+        _load()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+if not _startup.starting_command_line():
+    _load()

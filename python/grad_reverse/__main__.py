@@ -1,53 +1,134 @@
-"""`python -m grad_reverse COMMAND`: the package's command line."""
+"""`python -m grad_reverse COMMAND`: the package's command line.
+
+The commands are a static table (name, one-line help, module), so the
+top-level `--help` lists them all without importing any of them, and so
+without TensorFlow. Running a command:
+
+1. unless `--verbose`, set TensorFlow's logging environment (it is read when
+   TensorFlow loads, so before any module that imports it);
+2. import the command's module and let it register its options,
+   `add_cli(subparsers)`, then parse (`COMMAND --help` stops here: the
+   `demo`, `example` and `info` modules import TensorFlow only when they run);
+3. load the package as a user's `import grad_reverse` would (op library,
+   gradients), keeping TensorFlow's start-up lines out of the output;
+4. run it; `args.verbose` tells it whether `--verbose` was given, before
+   or after the command's name.
+
+A user's program that imports `grad_reverse` gets none of this: the library
+never changes the process's log settings.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
-from typing import Optional, Sequence
+from typing import NamedTuple, Optional, Sequence
+
+from grad_reverse import _startup
+
+PROG = "python -m grad_reverse"
+DESCRIPTION = "grad-reverse: a native TensorFlow gradient reversal op."
+# Hides TensorFlow's C++ INFO and WARNING lines; errors still show. A value
+# the user set in the environment wins.
+QUIET_TF_CPP_MIN_LOG_LEVEL = "2"
 
 
-def _info(args: argparse.Namespace) -> int:
-    from grad_reverse import info
-
-    info.print_info()
-    return 0
-
-
-def _example(args: argparse.Namespace) -> int:
-    from grad_reverse import example
-
-    example.run()
-    return 0
+class Command(NamedTuple):
+    name: str
+    help: str
+    module: str  # has `add_cli(subparsers)`, which registers `name`
 
 
-def build_parser() -> argparse.ArgumentParser:
+COMMANDS = (
+    Command("info", "versions, library path, compiled-in kernels", "grad_reverse.info"),
+    Command("example", "a short forward/backward example", "grad_reverse.example"),
+    Command("demo", "DANN on the inter-twinning moons: accuracies, plot, SavedModel export + serving check",
+            "grad_reverse.demo.cli"),
+    Command("bench", "time the native op against tf.custom_gradient and tf.identity", "grad_reverse.bench"),
+    Command("check-serving", "list the op types of a SavedModel's serving signatures; fail on non-stock ones",
+            "grad_reverse.serving"),
+    Command("make-servable", "copy a SavedModel with GradReverse replaced by Identity, so stock TF Serving can serve it",
+            "grad_reverse.serving"),
+)
+_BY_NAME = {command.name: command for command in COMMANDS}
+
+
+def _parser() -> tuple[argparse.ArgumentParser, "argparse._SubParsersAction"]:
     parser = argparse.ArgumentParser(
-        prog="python -m grad_reverse",
-        description="grad-reverse: a native TensorFlow gradient reversal op.",
+        prog=PROG,
+        description=DESCRIPTION,
+        epilog=f"'{PROG} COMMAND --help' shows a command's options.",
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    commands.add_parser("info", help="versions, library path, compiled-in kernels").set_defaults(run=_info)
-    commands.add_parser("example", help="a short forward/backward example").set_defaults(run=_example)
-    _add_module_commands(commands)
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="show everything TensorFlow logs (by default its INFO and WARNING lines are hidden)")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
+    return parser, commands
+
+
+def table_parser() -> argparse.ArgumentParser:
+    """The top-level parser, every command a placeholder from the table: it
+    answers `--help` and finds the command, importing nothing."""
+    parser, commands = _parser()
+    for command in COMMANDS:
+        # No options of its own yet: parse_known_args leaves them for the real parser.
+        commands.add_parser(command.name, help=command.help, add_help=False)
     return parser
 
 
-def _add_module_commands(commands) -> None:
-    """Subcommands whose modules import TensorFlow: imported only to register them."""
-    from grad_reverse import bench, demo, serving
+def command_parser(command: Command) -> argparse.ArgumentParser:
+    """The parser with `command` registered by its own module (imported here)."""
+    parser, commands = _parser()
+    module = importlib.import_module(command.module)
+    add_cli = getattr(module, "add_cli", None)
+    if add_cli is not None:
+        add_cli(commands)
+    if command.name not in commands.choices:
+        registered = ", ".join(commands.choices) or "nothing"
+        parser.error(
+            f"command '{command.name}' should come from {command.module}, but that module "
+            f"registers {registered}: this installation of grad-reverse is incomplete or mixed "
+            f"(reinstall it with `pip install .` from one source tree)"
+        )
+    subparser = commands.choices[command.name]
+    try:  # `--verbose` after the command too; SUPPRESS keeps a top-level -v.
+        subparser.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS,
+                               help="show everything TensorFlow logs")
+    except argparse.ArgumentError:  # the command has its own --verbose
+        pass
+    return parser
 
-    demo.add_cli(commands)
-    bench.add_cli(commands)
-    serving.add_cli(commands)
+
+def _verbose_after_command(rest: Sequence[str]) -> bool:
+    # Only the long form: a command may use -v for something of its own.
+    words = list(rest)
+    return "--verbose" in (words[: words.index("--")] if "--" in words else words)
+
+
+def configure_tensorflow_environment(verbose: bool) -> None:
+    """What TensorFlow reads when it loads: its C++ log level, unless
+    `verbose` or the user set one."""
+    if not verbose:
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", QUIET_TF_CPP_MIN_LOG_LEVEL)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    # TensorFlow's C++ start-up INFO lines drown a command's output; keep
-    # warnings and errors. Set before TensorFlow is imported; a user's setting wins.
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
-    args = build_parser().parse_args(argv)
+    """Runs `python -m grad_reverse ARGV...`; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    found, rest = table_parser().parse_known_args(argv)  # exits on --help and on no command
+    command = _BY_NAME[found.command]
+    verbose = found.verbose or _verbose_after_command(rest)
+    configure_tensorflow_environment(verbose)
+
+    with _startup.tensorflow_start_filtered(enabled=not verbose):
+        parser = command_parser(command)  # bench and serving import TensorFlow here
+    args = parser.parse_args(argv)
+    args.verbose = verbose  # -v before the command counts for the command too
+    with _startup.tensorflow_start_filtered(enabled=not verbose):
+        import grad_reverse
+
+        grad_reverse._load()
     return args.run(args)
 
 

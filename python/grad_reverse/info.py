@@ -45,3 +45,19 @@ def print_info() -> None:
                 print(f"{'kernels ' + op:28s} {', '.join(devices)}")
         else:
             print(f"{key:28s} {value}")
+
+
+def _run(args: Any) -> int:
+    print_info()
+    return 0
+
+
+def add_cli(subparsers: Any) -> None:
+    """Registers the `info` subcommand on the `python -m grad_reverse` parser."""
+    parser = subparsers.add_parser(
+        "info",
+        help="versions, library path, compiled-in kernels",
+        description="Shows the grad-reverse and TensorFlow versions, the op library's path, "
+        "what was compiled in (CUDA, XLA) and the devices that have kernels for the ops.",
+    )
+    parser.set_defaults(run=_run)

@@ -1,0 +1,166 @@
+"""The whole moons experiment: train both networks for each seed, report,
+plot, export the DANN for serving and check the export, write results.json."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from grad_reverse.demo import DEFAULT_OUT, DEFAULT_SEEDS, DEFAULT_STEPS
+from grad_reverse.demo.data import MOON_NOISE, POINTS_PER_MOON, ROTATION_DEGREES, make_domains
+from grad_reverse.demo.models import HIDDEN_UNITS, accuracy
+from grad_reverse.demo.plot import PLOT_NAME, plot_decision_boundaries
+from grad_reverse.demo.training import (
+    BATCH_PER_DOMAIN,
+    EMA_MOMENTUM,
+    GAMMA,
+    LAMBDA_MAX,
+    LEARNING_RATE,
+    train_dann,
+    train_source_only,
+)
+
+EXPORT_NAME = "dann_saved_model"
+RESULTS_NAME = "results.json"
+
+
+def describe_setup(steps: int) -> dict[str, str]:
+    """The experiment in words, for the report and results.json."""
+    return {
+        "source": f"two moons, {POINTS_PER_MOON} labeled points each, noise {MOON_NOISE}",
+        "target": f"{2 * POINTS_PER_MOON} unlabeled points, same distribution rotated {ROTATION_DEGREES:g} deg",
+        "network": f"one hidden layer of {HIDDEN_UNITS} sigmoid units; DANN domain head: logistic unit after GradReverse",
+        "lambda": f"paper schedule lambda_p = {LAMBDA_MAX:g} * (2 / (1 + exp(-{GAMMA:g} p)) - 1), assigned each batch",
+        "training": f"Adam lr {LEARNING_RATE} keeping EMA weights ({EMA_MOMENTUM}), {steps} steps; batches: "
+        f"all {2 * POINTS_PER_MOON} source points (source-only), "
+        f"{BATCH_PER_DOMAIN} source + {BATCH_PER_DOMAIN} target points (DANN)",
+    }
+
+
+def run(
+    out_dir: str = DEFAULT_OUT,
+    seeds: Sequence[int] = DEFAULT_SEEDS,
+    steps: int = DEFAULT_STEPS,
+    quiet: bool = False,
+) -> dict[str, Any]:
+    """Trains source-only and DANN for each seed; plots, exports and checks the first.
+
+    The same seed gives the same numbers on the same machine and TensorFlow
+    build (data, initialization and batch order all follow it); other CPUs
+    may differ in the last bits of the arithmetic, and so in the end.
+
+    Args:
+      out_dir: where the PNG, the SavedModel and `results.json` go (created).
+      seeds: one experiment per seed (data, initialization, shuffling).
+      steps: training steps of each model.
+      quiet: no progress or report lines (the serving check still prints
+        its own report). Otherwise progress is Keras' bar on a terminal and
+        short lines when stdout is a file or a pipe.
+
+    Returns a dict: `runs` (per seed: source and target accuracy of
+    `source_only` and `dann`), `mean_target`, `out_dir` (absolute), `plot`
+    (path, or None without matplotlib), `export` (SavedModel path),
+    `serving_check` (the exit code of `grad_reverse.serving.check_serving`
+    on it), `results` (JSON path), `seconds`, `setup`, `steps`.
+    """
+    if not seeds:
+        raise ValueError("run() needs at least one seed")
+    if steps < 1:
+        raise ValueError(f"steps must be at least 1, got {steps}")
+    say: Callable[..., None] = (lambda *a, **k: None) if quiet else _print_now
+    start = time.perf_counter()
+    out_dir = os.path.abspath(out_dir)
+    os.makedirs(out_dir, exist_ok=True)
+
+    setup = describe_setup(steps)
+    say("Inter-twinning moons (Ganin et al., JMLR 2016, §5.1.1)")
+    for key, value in setup.items():
+        say(f"  {key + ':':10s} {value}")
+
+    runs = []
+    first_models = first_domains = None
+    for seed in seeds:
+        domains = make_domains(seed)
+        say(f"\n[seed {seed}] source-only network")
+        source_only = train_source_only(domains, seed, steps, quiet)
+        say(f"[seed {seed}] DANN (GradReverse, lambda schedule up to {LAMBDA_MAX:g})")
+        dann = train_dann(domains, seed, steps, quiet)
+        row = {"seed": int(seed)}
+        for name, model in (("source_only", source_only), ("dann", dann)):
+            row[name] = {
+                "source": accuracy(model, domains.x_source, domains.y_source),
+                "target": accuracy(model, domains.x_target, domains.y_target),
+            }
+        runs.append(row)
+        say(
+            f"[seed {seed}] accuracy      source  target\n"
+            f"  source-only           {row['source_only']['source']:.3f}   {row['source_only']['target']:.3f}\n"
+            f"  DANN                  {row['dann']['source']:.3f}   {row['dann']['target']:.3f}"
+        )
+        if first_models is None:
+            first_models, first_domains = (source_only, dann), domains
+
+    mean_target = {
+        name: float(np.mean([r[name]["target"] for r in runs])) for name in ("source_only", "dann")
+    }
+    say(f"\nTarget accuracy, mean over seeds {list(seeds)}: source-only {mean_target['source_only']:.3f}, "
+        f"DANN {mean_target['dann']:.3f} ({mean_target['dann'] - mean_target['source_only']:+.3f})")
+
+    source_only, dann = first_models
+    first = runs[0]
+    plot = plot_decision_boundaries(
+        os.path.join(out_dir, PLOT_NAME),
+        first_domains,
+        [
+            (f"source-only, seed {first['seed']}: target accuracy {first['source_only']['target']:.2f}", source_only),
+            (f"DANN, seed {first['seed']}: target accuracy {first['dann']['target']:.2f}", dann),
+        ],
+    )
+    if plot is None:
+        say("\nmatplotlib is not installed: no plot (pip install 'grad-reverse[bench]' adds it)")
+
+    # Imported here: only this step needs the serving tools.
+    from grad_reverse.serving import check_serving, export_serving
+
+    # Not model.export(): Keras calls the model with `training` unset, and the
+    # layer then keeps the op (as a custom training loop needs);
+    # export_serving calls it with training=False, which leaves it out.
+    export = os.path.join(out_dir, EXPORT_NAME)
+    say(f"\nExporting the DANN model of seed {seeds[0]} for serving (training=False: no GradReverse op)")
+    export_serving(dann, export, check=False)
+    say("\nServing check of the export:")
+    serving_check = int(check_serving(export))
+
+    results_path = os.path.join(out_dir, RESULTS_NAME)
+    result = {
+        "setup": setup,
+        "steps": steps,
+        "runs": runs,
+        "mean_target": mean_target,
+        "out_dir": out_dir,
+        "plot": plot,
+        "export": export,
+        "serving_check": serving_check,
+        "results": results_path,
+        "seconds": round(time.perf_counter() - start, 1),
+    }
+    with open(results_path, "w") as f:
+        json.dump(result, f, indent=2)
+
+    check = "OK" if serving_check == 0 else f"FAILED, exit code {serving_check}"
+    say(f"\nWritten to {out_dir}{os.sep}")
+    say(f"  {PLOT_NAME if plot else '(no plot: matplotlib is not installed)'}")
+    say(f"  {EXPORT_NAME}{os.sep}  (serving check: {check})")
+    say(f"  {RESULTS_NAME}")
+    say(f"Done in {result['seconds']:.0f} s.")
+    return result
+
+
+def _print_now(*args: Any) -> None:
+    # Flushed: a pipe is block-buffered, and the report lines should keep
+    # their place among the serving check's output and TensorFlow's own.
+    print(*args, flush=True)

@@ -1,0 +1,199 @@
+"""The command line: `--help` without TensorFlow, the static command table,
+TensorFlow's start-up lines kept out of a command's output (and shown with
+--verbose), and the package's import as a user's program sees it."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+import grad_reverse
+from grad_reverse import __main__ as cli
+from grad_reverse import _startup
+
+
+def run_python(*args, env_update=None, cwd=None):
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    env.update(env_update or {})
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=300)
+
+
+def imported_modules(stderr: str) -> set:
+    """Module names from `python -X importtime` output."""
+    names = set()
+    for line in stderr.splitlines():
+        if line.startswith("import time:") and "|" in line:
+            names.add(line.rsplit("|", 1)[1].strip())
+    return names
+
+
+# --- --help ---------------------------------------------------------------------
+
+
+def test_help_lists_every_command_of_the_table_without_importing_tensorflow():
+    result = run_python("-X", "importtime", "-m", "grad_reverse", "--help")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("usage: python -m grad_reverse")
+    for command in cli.COMMANDS:
+        assert command.name in result.stdout
+    modules = imported_modules(result.stderr)
+    assert "grad_reverse._startup" in modules  # the listing is real
+    assert "tensorflow" not in modules and "keras" not in modules
+    # Nothing else on stderr: no log line of anyone's.
+    assert [line for line in result.stderr.splitlines() if not line.startswith("import time:")] == []
+
+
+@pytest.mark.parametrize("command", ["demo", "example", "info"])
+def test_our_commands_help_without_importing_tensorflow(command):
+    result = run_python("-X", "importtime", "-m", "grad_reverse", command, "--help")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"usage: python -m grad_reverse {command}")
+    assert "--verbose" in result.stdout
+    modules = imported_modules(result.stderr)
+    assert "tensorflow" not in modules, command
+
+
+def test_every_table_module_is_a_module_of_the_package():
+    import importlib.util
+
+    for command in cli.COMMANDS:
+        assert command.module.startswith("grad_reverse."), command
+        assert importlib.util.find_spec(command.module) is not None, command
+
+
+# --- running a command -------------------------------------------------------------
+
+
+def test_a_command_prints_its_own_output_and_verbose_adds_tensorflows_start_up_lines():
+    quiet = run_python("-m", "grad_reverse", "example")
+    assert quiet.returncode == 0, quiet.stderr
+    assert "dloss/dx" in quiet.stdout
+    assert quiet.stderr == ""
+    for verbose in (run_python("-m", "grad_reverse", "--verbose", "example"),
+                    run_python("-m", "grad_reverse", "example", "--verbose")):
+        assert verbose.returncode == 0, verbose.stderr
+        assert verbose.stdout == quiet.stdout
+        # Whatever this TensorFlow says at start-up; on x86 TensorFlow 2.21
+        # at least absl's notice and the oneDNN line.
+        assert verbose.stderr != ""
+
+
+def test_environment_quiet_by_default_untouched_with_verbose(monkeypatch):
+    monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL", raising=False)
+    cli.configure_tensorflow_environment(verbose=True)
+    assert "TF_CPP_MIN_LOG_LEVEL" not in os.environ
+    cli.configure_tensorflow_environment(verbose=False)
+    assert os.environ["TF_CPP_MIN_LOG_LEVEL"] == "2"
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "0")  # the user's own setting wins
+    cli.configure_tensorflow_environment(verbose=False)
+    assert os.environ["TF_CPP_MIN_LOG_LEVEL"] == "0"
+
+
+def test_a_listed_command_its_module_does_not_register_is_a_clear_error(capsys):
+    missing = cli.Command("no-such-command", "help", "grad_reverse.example")
+    with pytest.raises(SystemExit) as exit_info:
+        cli.command_parser(missing)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "'no-such-command'" in err and "grad_reverse.example" in err and "registers example" in err
+
+
+def test_unknown_command_is_an_argparse_error():
+    result = run_python("-m", "grad_reverse", "no-such-command")
+    assert result.returncode == 2
+    assert "invalid choice" in result.stderr and "tensorflow" not in result.stderr.lower()
+
+
+# --- the package as a user's program imports it ----------------------------------------
+
+
+USER_PROGRAM = (
+    "import logging, os, tensorflow as tf{extra}; "
+    "print(os.environ.get('TF_CPP_MIN_LOG_LEVEL'), tf.get_logger().level, logging.getLogger().level)"
+)
+
+
+def test_import_binds_every_public_name_and_changes_no_log_setting():
+    result = run_python("-c", USER_PROGRAM.format(
+        extra=", grad_reverse; print('unbound', [n for n in grad_reverse.__all__ if n not in vars(grad_reverse)])"))
+    assert result.returncode == 0, result.stderr
+    # Bound by the import itself (not on first use), `serving` included.
+    assert "unbound []" in result.stdout
+    without = run_python("-c", USER_PROGRAM.format(extra=""))
+    assert result.stdout.splitlines()[-1] == without.stdout.splitlines()[-1]
+    assert result.stdout.splitlines()[-1].split()[0] == "None"
+
+
+def test_a_program_started_with_dash_m_that_imports_the_package_gets_it_loaded(tmp_path):
+    # Only `python -m grad_reverse` defers the import; another -m program does not.
+    package = tmp_path / "someone_elses_tool"
+    package.mkdir()
+    (package / "__init__.py").write_text("import grad_reverse\nLOADED = 'serving' in vars(grad_reverse)\n")
+    (package / "__main__.py").write_text("from someone_elses_tool import LOADED\nprint('LOADED', LOADED)\n")
+    result = run_python("-m", "someone_elses_tool", cwd=tmp_path)
+    assert "LOADED True" in result.stdout, result.stderr
+
+
+# --- how the command line is recognized, and what is filtered ------------------------------
+
+
+@pytest.mark.parametrize("argv, orig_argv, expected", [
+    (["-m", "--help"], ["python", "-m", "grad_reverse", "--help"], True),
+    (["-m"], ["python", "-B", "-m", "grad_reverse"], True),
+    (["-m", "demo"], ["python", "-mgrad_reverse", "demo"], True),
+    (["-m", "x"], ["python", "-m", "grad_reverse.__main__", "x"], True),
+    (["-m", "x"], ["python", "-m", "other_tool", "x"], False),
+    (["-m", "x"], ["python", "-m", "grad_reverse_other", "x"], False),
+    (["-m", "x"], [], False),  # nothing to tell which module: import as usual
+    (["/venv/bin/grad-reverse", "demo"], ["python", "/venv/bin/grad-reverse", "demo"], True),
+    (["train.py"], ["python", "train.py"], False),
+    (["-c"], ["python", "-c", "import grad_reverse"], False),
+    ([], [], False),
+])
+def test_starting_command_line(argv, orig_argv, expected):
+    assert _startup.starting_command_line(argv, orig_argv) is expected
+
+
+ABSL_START = """\
+WARNING: All log messages before absl::InitializeLog() is called are written to STDERR
+I0000 00:00:1796037021.958378    8469 port.cc:153] oneDNN custom operations are on.
+I0000 00:00:1796037022.201088    8469 cpu_feature_guard.cc:227] This TensorFlow binary is optimized.
+To enable the following instructions: AVX2 AVX512F FMA, in other operations, rebuild TensorFlow.
+W0000 00:00:1796037022.3    8469 some_file.cc:12] a warning that stays
+E0000 00:00:1796037022.4    8469 cuda_platform.cc:52] failed call to cuInit: INTERNAL: CUDA error: (303)
+E0000 00:00:1796037022.5    8469 other.cc:7] an error that stays
+plain text that stays
+"""
+TF215_START = """\
+2023-08-29 12:35:30.891928: I tensorflow/core/util/port.cc:110] oneDNN custom operations are on.
+2023-08-29 12:35:31.755679: W tensorflow/compiler/tf2tensorrt/utils/py_utils.cc:38] TF-TRT Warning: Could not find TensorRT
+"""
+
+
+def test_filter_drops_info_records_with_their_continuation_and_absl_preamble():
+    kept = _startup.filter_start_up_lines(ABSL_START, gpu_found=True)
+    assert kept.splitlines() == [
+        "W0000 00:00:1796037022.3    8469 some_file.cc:12] a warning that stays",
+        "E0000 00:00:1796037022.4    8469 cuda_platform.cc:52] failed call to cuInit: INTERNAL: CUDA error: (303)",
+        "E0000 00:00:1796037022.5    8469 other.cc:7] an error that stays",
+        "plain text that stays",
+    ]
+
+
+def test_filter_drops_the_cuda_driver_error_only_when_no_gpu_was_found():
+    kept = _startup.filter_start_up_lines(ABSL_START, gpu_found=False)
+    assert "cuInit" not in kept and "an error that stays" in kept
+
+
+def test_filter_reads_tensorflow_215s_own_format():
+    kept = _startup.filter_start_up_lines(TF215_START)
+    assert kept.splitlines() == [TF215_START.splitlines()[1]]
+
+
+def test_filtered_block_passes_python_stderr_straight_through(capfd):
+    with _startup.tensorflow_start_filtered():
+        sys.stderr.write("from python\n")
+        os.write(2, b"I0000 00:00:1.0    1 x.cc:1] native info\nW0000 00:00:1.0    1 x.cc:2] native warning\n")
+    err = capfd.readouterr().err
+    assert err == "from python\nW0000 00:00:1.0    1 x.cc:2] native warning\n"
