@@ -204,20 +204,19 @@ def check_serving(path: PathLike, tags: Sequence[str] = (SERVING_TAG,), out=None
         return 0
     names = sorted({op for ops in offenders.values() for op in ops})
     signatures = ", ".join(f"'{key}'" for key in offenders)
-    hint = ""
-    if {"GradReverse", "GradReverseGrad"} & set(names):
-        hint = (
-            " Make a servable copy (GradReverse becomes Identity):"
-            f" python -m grad_reverse make-servable {path} DST;"
-            " or serve with a tensorflow_model_server built with the op linked in."
-        )
     plural = len(offenders) > 1
     print(
         f"check-serving: FAIL: signature{'s' if plural else ''} {signatures} "
         f"{'use' if plural else 'uses'} op types that stock TensorFlow "
-        f"Serving does not register: {', '.join(names)}.{hint}",
+        f"Serving does not register: {', '.join(names)}.",
         file=sys.stderr,
     )
+    if {"GradReverse", "GradReverseGrad"} & set(names):
+        print(
+            f"check-serving: fix: python -m grad_reverse make-servable {path} DST (a copy with "
+            "GradReverse replaced by Identity), or link the op into tensorflow_model_server",
+            file=sys.stderr,
+        )
     return 1
 
 

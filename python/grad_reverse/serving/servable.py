@@ -132,7 +132,7 @@ def _print_changes(report: ServableReport, out: TextIO) -> None:
         for place, counts in sorted(changes.places.items()):
             parts = ", ".join(f"{counts[op]} {op}" for op in rewrite.REPLACED_OP_TYPES if counts[op])
             print(f"  {place}: {parts}", file=out)
-    print("  GradReverse -> Identity(x) (lambda dropped); GradReverseGrad -> dy * -lambda, kernel rounding", file=out)
+    print("(GradReverse became Identity(x), lambda dropped; GradReverseGrad became dy * -lambda, rounded like the kernel)", file=out)
 
 
 def _check_stock_ops(proto, out: TextIO) -> None:
