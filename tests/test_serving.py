@@ -307,14 +307,40 @@ def test_stock_op_types_exclude_grad_reverse_and_python_callbacks():
 
 def test_check_serving_reports_a_non_saved_model_directory(tmp_path, capsys):
     assert serving.check_serving(tmp_path) == 2
-    assert "no saved_model.pb" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "no saved_model.pb" in err and err.count(str(tmp_path)) == 1
 
 
-def test_export_serving_rejects_a_model_that_calls_the_op_regardless_of_training(tmp_path):
+def test_check_serving_reports_a_missing_path_once_as_no_such_directory(tmp_path, capsys):
+    missing = tmp_path / "no_export_here"
+    assert serving.check_serving(missing) == 2
+    err = capsys.readouterr().err
+    assert err == f"check-serving: error: {missing}: no such directory\n"
+
+
+def test_check_serving_failure_names_the_rewriter(exports, capsys):
+    assert serving.check_serving(exports["keras_model_export"]) == 1
+    assert f"make-servable {exports['keras_model_export']} DST" in capsys.readouterr().err
+
+
+def test_export_serving_makes_a_model_that_calls_the_op_regardless_of_training_servable(tmp_path):
+    # export_serving is model.export + make_servable, so a direct
+    # grad_reverse() call (no `training` rule) no longer blocks serving.
     inputs = keras.Input((3,))
-    outputs = keras.layers.Lambda(lambda t: grad_reverse.grad_reverse(t, 1.0))(inputs)
-    with pytest.raises(ValueError, match="GradReverse"):
-        serving.export_serving(keras.Model(inputs, outputs), tmp_path / "export")
+    outputs = keras.layers.Lambda(lambda t: grad_reverse.grad_reverse(t, 1.0) * 2.0)(inputs)
+    model = keras.Model(inputs, outputs)
+    serving.export_serving(model, tmp_path / "export")
+    assert serving.non_stock_op_types(tmp_path / "export") == {}
+    loaded = tf.saved_model.load(str(tmp_path / "export"))
+    np.testing.assert_array_equal(loaded.serve(tf.constant(X)).numpy(), 2.0 * X)
+
+
+def test_export_serving_has_the_signatures_of_keras_model_export(exports):
+    ours = serving.read_saved_model(exports["keras_serving"]).meta_graphs[0]
+    keras_own = serving.read_saved_model(exports["keras_model_export"]).meta_graphs[0]
+    assert sorted(ours.signature_def) == sorted(keras_own.signature_def)
+    for key in keras_own.signature_def:
+        assert ours.signature_def[key] == keras_own.signature_def[key], key
 
 
 def test_grad_reverse_or_identity_follows_the_layer_rule():

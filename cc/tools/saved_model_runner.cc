@@ -8,7 +8,8 @@
 // `x=:5`. Each output is printed as one JSON line on stdout,
 //   {"output": "KEY", "dtype": "float", "shape": [2, 3], "values": [...]}
 // in signature-key order, floats with enough digits to round-trip exactly, so
-// tests compare them bitwise with Python. Exit status: 0 ok, 1 usage,
+// tests compare them bitwise with Python. Inputs and outputs may be float,
+// double, half, bfloat16 (values written as floats), int32 or int64. Exit status: 0 ok, 1 usage,
 // 2 op library failed to load, 3 SavedModel failed to load, 4 run failed.
 //
 // --library is what a TF Serving build with the op linked in provides; without
@@ -84,6 +85,17 @@ void Fill(const std::vector<double>& values, tensorflow::Tensor* tensor) {
   for (size_t i = 0; i < values.size(); ++i) flat(i) = static_cast<T>(values[i]);
 }
 
+// half and bfloat16 through float: a value given with float's digits (what
+// Python prints for a float16 array cast to float) rounds to the same half.
+template <typename T>
+void FillThroughFloat(const std::vector<double>& values,
+                      tensorflow::Tensor* tensor) {
+  auto flat = tensor->flat<T>();
+  for (size_t i = 0; i < values.size(); ++i) {
+    flat(i) = static_cast<T>(static_cast<float>(values[i]));
+  }
+}
+
 // The tensor the signature expects, or an error message.
 std::string MakeTensor(const Input& input, tensorflow::DataType dtype,
                        tensorflow::Tensor* tensor) {
@@ -100,10 +112,17 @@ std::string MakeTensor(const Input& input, tensorflow::DataType dtype,
     case tensorflow::DT_DOUBLE: Fill<double>(input.values, tensor); break;
     case tensorflow::DT_INT32: Fill<int32_t>(input.values, tensor); break;
     case tensorflow::DT_INT64: Fill<int64_t>(input.values, tensor); break;
+    case tensorflow::DT_HALF:
+      FillThroughFloat<Eigen::half>(input.values, tensor);
+      break;
+    case tensorflow::DT_BFLOAT16:
+      FillThroughFloat<Eigen::bfloat16>(input.values, tensor);
+      break;
     default:
       return "input '" + input.key + "' has dtype " +
              tensorflow::DataTypeString(dtype) +
-             "; this runner feeds float, double, int32 and int64";
+             "; this runner feeds float, double, half, bfloat16, int32 and "
+             "int64";
   }
   return "";
 }
@@ -133,6 +152,14 @@ std::string ToJsonLine(const std::string& key, const tensorflow::Tensor& t) {
       break;
     case tensorflow::DT_DOUBLE:
       AppendValues<double>(t, std::numeric_limits<double>::max_digits10, &line);
+      break;
+    case tensorflow::DT_HALF:  // exact in float, so float's digits round-trip
+      AppendValues<Eigen::half>(t, std::numeric_limits<float>::max_digits10,
+                                &line);
+      break;
+    case tensorflow::DT_BFLOAT16:
+      AppendValues<Eigen::bfloat16>(
+          t, std::numeric_limits<float>::max_digits10, &line);
       break;
     case tensorflow::DT_INT32: AppendValues<int32_t>(t, 10, &line); break;
     case tensorflow::DT_INT64: AppendValues<int64_t>(t, 19, &line); break;

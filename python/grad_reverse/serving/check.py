@@ -1,45 +1,28 @@
-"""Exporting models for TensorFlow Serving, and checking what an export needs.
+"""Which op types a SavedModel's serving signatures run, and are they stock.
 
-Stock TF Serving (`tensorflow_model_server`) cannot load op libraries, so a
-serving signature that contains `GradReverse` fails there with "Op type not
-registered 'GradReverse'". Forward, the op is the identity, so inference
-graphs do not need it:
-
-* `check_serving(path)` (`python -m grad_reverse check-serving PATH`) lists
-  the op types each serving signature runs and fails, naming them, if any is
-  not a stock TensorFlow op.
-* `export_serving(model, path)` exports a Keras model with `training=False`,
-  so `GradReverse` layers (and Dropout, BatchNorm) run in inference mode and
-  leave the op out. Keras' own `model.export(path)` calls the model with
-  `training` unset, and the layer then keeps the op (a custom training loop
-  calling `model(x)` must still reverse gradients).
-* `grad_reverse_or_identity(x, lambda_, training=...)` is the layer's rule for
-  code that calls the function directly: trace the serving function with
-  `training=False` and the op is left out.
+`check_serving(path)` (`python -m grad_reverse check-serving PATH`) lists the
+op types each serving signature runs and fails, naming them, if any is not a
+stock TensorFlow op, as stock TF Serving would fail on it.
 """
 
 from __future__ import annotations
 
-import argparse
 import functools
 import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Optional, Sequence, Union
+from typing import Sequence
 
 import tensorflow as tf
-from google.protobuf.message import DecodeError
-from tensorflow.core.protobuf import saved_model_pb2
 
-from grad_reverse.ops import LambdaLike, grad_reverse
+from grad_reverse.serving.cli import SERVING_TAG
+from grad_reverse.serving.saved_model_dir import PathLike, SavedModelError, read_saved_model
 
-SERVING_TAG = "serve"  # the tag set tensorflow_model_server loads by default
 # Registered by TensorFlow itself, but their kernels call back into the Python
 # interpreter (tf.py_function, tf.numpy_function), which a server does not have.
 NEEDS_PYTHON = frozenset({"PyFunc", "PyFuncStateless", "EagerPyFunc"})
-PathLike = Union[str, os.PathLike]
 
 # Listed by a separate interpreter that loads TensorFlow's two C++ libraries
 # and nothing else. "Stock" means: registered by this TensorFlow's C++ runtime
@@ -106,32 +89,15 @@ def stock_op_types() -> frozenset[str]:
     return _stock_registry() - NEEDS_PYTHON
 
 
-def read_saved_model(path: PathLike) -> saved_model_pb2.SavedModel:
-    """The SavedModel proto of the export directory `path`."""
-    directory = Path(path)
-    binary, text = directory / "saved_model.pb", directory / "saved_model.pbtxt"
-    proto = saved_model_pb2.SavedModel()
-    if binary.is_file():
-        proto.ParseFromString(binary.read_bytes())
-    elif text.is_file():
-        from google.protobuf import text_format
-
-        text_format.Parse(text.read_text(), proto)
-    else:
-        raise FileNotFoundError(
-            f"{directory} is not a SavedModel directory: it has no saved_model.pb"
-        )
-    return proto
-
-
-def _meta_graph(proto: saved_model_pb2.SavedModel, tags: Sequence[str]):
+def meta_graph_for_tags(proto, tags: Sequence[str], path: PathLike):
+    """The MetaGraphDef of `proto` whose tag set is exactly `tags`."""
     wanted = set(tags)
     for meta_graph in proto.meta_graphs:
         # The loader matches the tag set exactly, not a subset.
         if set(meta_graph.meta_info_def.tags) == wanted:
             return meta_graph
     available = [sorted(m.meta_info_def.tags) for m in proto.meta_graphs]
-    raise ValueError(f"the SavedModel has no MetaGraph tagged {sorted(wanted)}; it has {available}")
+    raise SavedModelError(path, f"no MetaGraph tagged {sorted(wanted)}; it has {available}")
 
 
 class _OpCollector:
@@ -191,7 +157,11 @@ def signature_op_types(path: PathLike, tags: Sequence[str] = (SERVING_TAG,)) -> 
     reaches (a saved `train_step`, say) are not: a server never instantiates
     them, so they may keep GradReverse.
     """
-    meta_graph = _meta_graph(read_saved_model(path), tags)
+    return meta_graph_op_types(meta_graph_for_tags(read_saved_model(path), tags, path))
+
+
+def meta_graph_op_types(meta_graph) -> dict[str, set[str]]:
+    """signature_op_types for a MetaGraphDef proto."""
     collector = _OpCollector(meta_graph.graph_def)
     return {
         key: collector.ops_for_tensors([info.name for info in signature.outputs.values()])
@@ -212,7 +182,10 @@ def check_serving(path: PathLike, tags: Sequence[str] = (SERVING_TAG,), out=None
     try:
         per_signature = signature_op_types(path, tags)
         stock = stock_op_types()
-    except (OSError, ValueError, RuntimeError, DecodeError) as error:
+    except SavedModelError as error:  # names the path itself
+        print(f"check-serving: error: {error}", file=sys.stderr)
+        return 2
+    except (OSError, RuntimeError) as error:
         print(f"check-serving: error: {path}: {error}", file=sys.stderr)
         return 2
     print(f"SavedModel {path}, tag set {sorted(tags)}, against TensorFlow {tf.__version__}'s ops", file=out)
@@ -231,123 +204,19 @@ def check_serving(path: PathLike, tags: Sequence[str] = (SERVING_TAG,), out=None
         return 0
     names = sorted({op for ops in offenders.values() for op in ops})
     signatures = ", ".join(f"'{key}'" for key in offenders)
-    hint = ""
-    if {"GradReverse", "GradReverseGrad"} & set(names):
-        hint = (
-            " Export inference graphs with training=False (grad_reverse.serving.export_serving for"
-            " Keras models, grad_reverse_or_identity for direct calls), or serve with a"
-            " tensorflow_model_server built with the op linked in."
-        )
     plural = len(offenders) > 1
     print(
         f"check-serving: FAIL: signature{'s' if plural else ''} {signatures} "
         f"{'use' if plural else 'uses'} op types that stock TensorFlow "
-        f"Serving does not register: {', '.join(names)}.{hint}",
+        f"Serving does not register: {', '.join(names)}.",
         file=sys.stderr,
     )
+    if {"GradReverse", "GradReverseGrad"} & set(names):
+        print(
+            f"check-serving: fix: python -m grad_reverse make-servable {path} DST (a copy with "
+            "GradReverse replaced by Identity), or link the op into tensorflow_model_server",
+            file=sys.stderr,
+        )
     return 1
 
 
-def grad_reverse_or_identity(
-    x, lambda_: LambdaLike = 1.0, *, training: Optional[bool] = None, name: Optional[str] = None
-):
-    """The `GradReverse` layer's rule, for code that calls the op directly.
-
-    Returns `x` itself when `training` is False (no op in the graph, so a
-    serving function traced that way needs only stock TensorFlow ops);
-    otherwise `grad_reverse(x, lambda_)`: identity forward, gradient
-    `-lambda_ * dy`. Like the layer, `training=None` reverses gradients, so a
-    training step that forgets to pass `training=True` still trains
-    adversarially.
-
-    Typical use: give the model's call a `training` argument, pass it here,
-    and export a serving function that calls the model with `training=False`.
-    """
-    if training is False:
-        return x
-    return grad_reverse(x, lambda_, name=name)
-
-
-def _default_input_signature(model: Any) -> list:
-    inputs = getattr(model, "inputs", None)
-    if not inputs:
-        raise ValueError(
-            "export_serving: the model has no known inputs (a subclassed model that was "
-            "never called?); pass input_signature=[tf.TensorSpec(...)]"
-        )
-    specs = [tf.TensorSpec(t.shape, t.dtype, name=t.name) for t in inputs]
-    # One positional argument, structured like the model's inputs.
-    return [specs[0] if len(specs) == 1 else specs]
-
-
-def export_serving(
-    model: Any,
-    path: PathLike,
-    *,
-    input_signature: Optional[list] = None,
-    check: bool = True,
-    verbose: bool = False,
-) -> None:
-    """Exports a Keras model for TF Serving with `training=False`.
-
-    Like `model.export(path)` (a `serving_default` signature, the same input
-    names), except that the model is called with `training=False`, so
-    `GradReverse` layers leave the op out and Dropout/BatchNorm run in
-    inference mode. With `check` (the default) it then verifies, like
-    `check-serving`, that every signature uses only stock TensorFlow ops, and
-    raises ValueError naming the others (a direct `grad_reverse` call that
-    ignores `training`, say; see `grad_reverse_or_identity`).
-    """
-    import keras
-
-    signature = input_signature if input_signature is not None else _default_input_signature(model)
-    archive = keras.export.ExportArchive()
-    archive.track(model)
-    archive.add_endpoint("serve", lambda inputs: model(inputs, training=False), signature)
-    archive.write_out(str(path), verbose=verbose)
-    if check:
-        found = non_stock_op_types(path)
-        if found:
-            details = "; ".join(f"'{key}': {', '.join(sorted(ops))}" for key, ops in found.items())
-            raise ValueError(
-                f"export_serving: {path} still needs op types stock TF Serving lacks ({details}). "
-                "A call to grad_reverse() that does not depend on `training` puts the op in "
-                "every graph; use grad_reverse_or_identity(x, lambda_, training=training)."
-            )
-
-
-def _run_check_serving(args: argparse.Namespace) -> int:
-    return check_serving(args.path, tags=args.tags.split(","))
-
-
-def add_cli(subparsers: Any) -> None:
-    """Registers `check-serving PATH` on the CLI's subparsers (see __main__.py)."""
-    parser = subparsers.add_parser(
-        "check-serving",
-        help="list the op types of a SavedModel's serving signatures; fail on non-stock ones",
-        description=(
-            "Lists the op types each signature of the SavedModel runs (following called "
-            "functions) and exits 1, naming them, if any is not registered by TensorFlow "
-            "alone, as stock TensorFlow Serving would reject it. Exit 0 when all are stock, "
-            "2 on errors (not a SavedModel, no such tag set)."
-        ),
-    )
-    parser.add_argument("path", metavar="PATH", help="SavedModel directory")
-    parser.add_argument(
-        "--tags",
-        default=SERVING_TAG,
-        help=f"comma-separated tag set of the MetaGraph to check (default: {SERVING_TAG})",
-    )
-    parser.set_defaults(run=_run_check_serving)
-
-
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    """`python -m grad_reverse.serving PATH`: check-serving without the package CLI."""
-    parser = argparse.ArgumentParser(prog="python -m grad_reverse.serving")
-    add_cli(parser.add_subparsers(dest="command", required=True, metavar="COMMAND"))
-    args = parser.parse_args(argv)
-    return args.run(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,90 @@
+"""The serving subcommands, `check-serving` and `make-servable`.
+
+Defining them needs only argparse: the package CLI registers them without
+importing TensorFlow, and each command imports what it needs when it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, Optional, Sequence
+
+SERVING_TAG = "serve"  # the tag set tensorflow_model_server loads by default (also check.SERVING_TAG)
+
+
+def _run_check_serving(args: argparse.Namespace) -> int:
+    from grad_reverse.serving.check import check_serving
+
+    return check_serving(args.path, tags=args.tags.split(","))
+
+
+def _run_make_servable(args: argparse.Namespace) -> int:
+    from grad_reverse.serving.saved_model_dir import SavedModelError
+    from grad_reverse.serving.servable import NotServableError, make_servable
+
+    try:
+        make_servable(args.src, args.dst, overwrite=args.overwrite, verify=args.verify)
+    except SavedModelError as error:  # names the path itself
+        print(f"make-servable: error: {error}", file=sys.stderr)
+        return 2
+    except NotServableError as error:
+        print(f"make-servable: FAIL: {error}", file=sys.stderr)
+        return 1
+    except OSError as error:  # disk full, permissions: one line, not a traceback
+        print(f"make-servable: error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def add_cli(subparsers: Any) -> None:
+    """Registers `check-serving PATH` and `make-servable SRC DST` on an argparse subparsers object."""
+    check = subparsers.add_parser(
+        "check-serving",
+        help="list the op types of a SavedModel's serving signatures; fail on non-stock ones",
+        description=(
+            "Lists the op types each signature of the SavedModel runs (following called "
+            "functions) and exits 1, naming them, if any is not registered by TensorFlow "
+            "alone, as stock TensorFlow Serving would reject it. Exit 0 when all are stock, "
+            "2 on errors (not a SavedModel, no such tag set)."
+        ),
+    )
+    check.add_argument("path", metavar="PATH", help="SavedModel directory")
+    check.add_argument(
+        "--tags",
+        default=SERVING_TAG,
+        help=f"comma-separated tag set of the MetaGraph to check (default: {SERVING_TAG})",
+    )
+    check.set_defaults(run=_run_check_serving)
+
+    make = subparsers.add_parser(
+        "make-servable",
+        help="copy a SavedModel with GradReverse replaced by Identity, so stock TF Serving can serve it",
+        description=(
+            "Copies the SavedModel SRC to DST with every GradReverse node replaced by Identity "
+            "(and GradReverseGrad by stock ops computing -lambda*dy), in the graph and in every "
+            "function. Then checks DST for stock ops only, and runs every serving signature of "
+            "SRC (with the op library) and DST (in a process without it) on the same generated "
+            "inputs, requiring bitwise-equal outputs; DST is written only if all pass. SRC is "
+            "never written. DST is for inference: it no longer reverses gradients. Exit 0 ok, "
+            "1 check or verification failed, 2 bad SRC or DST."
+        ),
+    )
+    make.add_argument("src", metavar="SRC", help="SavedModel directory to read")
+    make.add_argument("dst", metavar="DST", help="directory to write (must not exist, unless --overwrite)")
+    make.add_argument("--overwrite", action="store_true", help="replace DST if it exists")
+    make.add_argument(
+        "--no-verify",
+        dest="verify",
+        action="store_false",
+        help="skip running the signatures (for very large models); the stock-op check still runs",
+    )
+    make.set_defaults(run=_run_make_servable)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """`python -m grad_reverse.serving COMMAND ...`: the serving commands without the package CLI."""
+    parser = argparse.ArgumentParser(prog="python -m grad_reverse.serving")
+    add_cli(parser.add_subparsers(dest="command", required=True, metavar="COMMAND"))
+    args = parser.parse_args(argv)
+    return args.run(args)

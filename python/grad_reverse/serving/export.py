@@ -1,0 +1,78 @@
+"""Exporting Keras models for TF Serving, and the layer's rule for direct calls."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Optional
+
+from grad_reverse.ops import LambdaLike, grad_reverse
+from grad_reverse.serving.saved_model_dir import PathLike
+
+
+def grad_reverse_or_identity(
+    x, lambda_: LambdaLike = 1.0, *, training: Optional[bool] = None, name: Optional[str] = None
+):
+    """The `GradReverse` layer's rule, for code that calls the op directly.
+
+    Returns `x` itself when `training` is False (no op in the graph, so a
+    serving function traced that way needs only stock TensorFlow ops);
+    otherwise `grad_reverse(x, lambda_)`: identity forward, gradient
+    `-lambda_ * dy`. Like the layer, `training=None` reverses gradients, so a
+    training step that forgets to pass `training=True` still trains
+    adversarially.
+
+    Typical use: give the model's call a `training` argument, pass it here,
+    and export a serving function that calls the model with `training=False`.
+    """
+    if training is False:
+        return x
+    return grad_reverse(x, lambda_, name=name)
+
+
+def export_serving(
+    model: Any,
+    path: PathLike,
+    *,
+    input_signature: Optional[list] = None,
+    check: bool = True,
+    verify: bool = False,
+    verbose: bool = False,
+) -> None:
+    """Exports a Keras model for stock TF Serving: `model.export`, then `make_servable`.
+
+    The export is Keras' own (`model.export(path)`: the same `serve` and
+    `serving_default` signatures, input names and inference-mode layers),
+    written to a temporary folder beside `path` and rewritten into `path`
+    with every `GradReverse` replaced by `Identity` (see `make_servable`).
+    So it also works for models that call `grad_reverse()` directly. An
+    existing `path` is replaced, as `model.export` would.
+
+    `check` (default) raises ValueError if a signature still needs an op
+    stock TF Serving lacks (another library's custom op); `verify` also runs
+    every signature of both exports and requires bitwise-equal outputs (a
+    second process, a few seconds). `verbose` prints Keras' export summary
+    and the rewriter's report.
+    """
+    from grad_reverse._keras import KERAS_3
+    from grad_reverse.serving.servable import make_servable
+
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.keras-export-", dir=target.parent))
+    try:
+        exported = staging / "saved_model"
+        if KERAS_3:
+            model.export(str(exported), verbose=verbose, input_signature=input_signature)
+        elif input_signature is None:
+            model.export(str(exported))
+        else:
+            raise ValueError("export_serving: input_signature needs Keras 3 (model.export takes none in Keras 2)")
+        report = io.StringIO()
+        make_servable(exported, target, overwrite=True, verify=verify, check=check, out=report)
+        if verbose:
+            print(report.getvalue(), end="")
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

@@ -1,0 +1,464 @@
+"""make-servable: any SavedModel with GradReverse, rewritten for stock TF Serving.
+
+Each test model is rewritten once (module fixture). The tests then check the
+rewrite independently of the rewriter's own proof: DST passes check-serving
+(the command), a fresh process that never imports grad_reverse loads DST with
+tf.saved_model.load and gives outputs bitwise equal to SRC's (run here, with
+the op), SRC's files are unchanged, and the C++ loader TF Serving embeds runs
+DST without the op library and matches SRC run with it.
+"""
+
+import hashlib
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import grad_reverse
+from grad_reverse import serving
+from grad_reverse.serving import cli, rewrite, servable, verify
+from test_serving import X, keras_dann, run_runner, runner, runner_outputs  # noqa: F401 (fixture)
+
+LAMBDA = 0.3  # not exact in binary: the gradient rewrite must round like the kernel
+ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+
+
+# ----------------------------------------------------------------- models ----
+
+
+class ControlFlow(tf.Module):
+    """Two GRLs, one inside tf.cond and one inside tf.while_loop, a Variable
+    lambda, float16 inputs; plus a signature that differentiates through both
+    (so GradReverseGrad sits inside the gradient's If/While functions)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lambda_ = tf.Variable(LAMBDA)
+        self.scale = tf.Variable(tf.constant([1.5, -0.5, 2.0], tf.float16))
+
+    def forward(self, x):
+        reverse = grad_reverse.grad_reverse
+        y = tf.cond(tf.reduce_sum(x) > 0, lambda: reverse(x * self.scale, self.lambda_), lambda: x - self.scale)
+
+        def body(i, acc):
+            return i + 1, reverse(acc * tf.constant(0.5, tf.float16), self.lambda_) + x
+
+        _, z = tf.while_loop(lambda i, acc: i < 3, body, [tf.constant(0), y])
+        return {"y": y, "z": z}
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float16)])
+    def serve(self, x):
+        return self.forward(x)
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float16)])
+    def gradient(self, x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            z = self.forward(x)["z"]
+        return {"dx": tape.gradient(z, x)}
+
+
+class Gradients(tf.Module):
+    """Signatures that return GradReverse's gradient in each dtype."""
+
+    def __init__(self):
+        super().__init__()
+        self.lambda_ = tf.Variable(LAMBDA)
+
+    def gradient(self, x, dy):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = grad_reverse.grad_reverse(x, self.lambda_)
+        return {"dx": tape.gradient(y, x, output_gradients=dy)}
+
+
+GRADIENT_DTYPES = [tf.float16, tf.bfloat16, tf.float32, tf.float64]
+
+
+def save_gradients(path: Path) -> Path:
+    module = Gradients()
+    signatures = {}
+    for dtype in GRADIENT_DTYPES:
+        spec = tf.TensorSpec([None], dtype)
+        function = tf.function(module.gradient, input_signature=[spec, spec])
+        signatures[f"grad_{dtype.name}"] = function.get_concrete_function()
+    tf.saved_model.save(module, str(path), signatures=signatures)
+    return path
+
+
+def save_tf1(path: Path) -> Path:
+    """A TF1-style SavedModel (graph + session + Builder), as text, with a gradient signature."""
+    with tf.Graph().as_default():
+        x = tf.compat.v1.placeholder(tf.float32, [None, 3], name="x")
+        w = tf.compat.v1.get_variable("w", initializer=tf.constant([[1.0, -2.0], [0.5, 3.0], [-1.5, 0.25]]))
+        lambda_ = tf.compat.v1.placeholder_with_default(tf.constant(LAMBDA), [], name="lambda")
+        h = grad_reverse.grad_reverse(tf.matmul(x, w), lambda_)
+        y = tf.tanh(h) * 2.0
+        dx = tf.gradients(tf.reduce_sum(y), x)[0]
+        with tf.compat.v1.Session() as session:
+            session.run(tf.compat.v1.global_variables_initializer())
+            builder = tf.compat.v1.saved_model.Builder(str(path))
+            predict = tf.compat.v1.saved_model.predict_signature_def
+            builder.add_meta_graph_and_variables(
+                session,
+                ["serve"],
+                signature_def_map={
+                    "serving_default": predict({"x": x}, {"y": y}),
+                    "gradient": predict({"x": x}, {"dx": dx}),
+                },
+            )
+            builder.save(as_text=True)
+    return path
+
+
+def save_control_flow(path: Path) -> Path:
+    module = ControlFlow()
+    tf.saved_model.save(module, str(path), signatures={"serving_default": module.serve, "gradient": module.gradient})
+    return path
+
+
+def tree_hash(path: Path) -> dict:
+    return {
+        str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(path.rglob("*"))
+        if p.is_file()
+    }
+
+
+def all_op_types(path: Path) -> set:
+    proto = serving.read_saved_model(path)
+    ops = set()
+    for meta_graph in proto.meta_graphs:
+        ops.update(node.op for node in meta_graph.graph_def.node)
+        for function in meta_graph.graph_def.library.function:
+            ops.update(node.op for node in function.node_def)
+    return ops
+
+
+MODELS = ["keras_model_export", "keras_saved_model_save", "control_flow", "tf1_builder", "already_servable"]
+
+
+@pytest.fixture(scope="module")
+def rewritten(tmp_path_factory):
+    """{name: (src, dst, src hash before, printed report)} for each test model."""
+    root = tmp_path_factory.mktemp("make_servable")
+    model = keras_dann(lambda_=LAMBDA)
+    sources = {}
+    sources["keras_model_export"] = root / "keras_model_export"
+    model.export(str(sources["keras_model_export"]), verbose=False)
+    sources["keras_saved_model_save"] = root / "keras_saved_model_save"
+    tf.saved_model.save(model, str(sources["keras_saved_model_save"]))
+    sources["control_flow"] = save_control_flow(root / "control_flow")
+    sources["tf1_builder"] = save_tf1(root / "tf1_builder")
+    sources["already_servable"] = root / "already_servable"
+    serving.export_serving(model, sources["already_servable"])
+    sources["gradients"] = save_gradients(root / "gradients")
+    result = {}
+    for name, src in sources.items():
+        before = tree_hash(src)
+        out = io.StringIO()
+        dst = root / f"{name}_servable"
+        serving.make_servable(src, dst, out=out)
+        result[name] = {"src": src, "dst": dst, "hash": before, "report": out.getvalue()}
+    return result
+
+
+# ------------------------------------------------------- the rewritten models ----
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_rewritten_model_passes_check_serving_command(rewritten, name):
+    result = subprocess.run(
+        [sys.executable, "-m", "grad_reverse", "check-serving", str(rewritten[name]["dst"])],
+        capture_output=True, text=True, env=ENV, timeout=600,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "OK:" in result.stdout
+
+
+@pytest.mark.parametrize("name", [*MODELS, "gradients"])
+def test_rewritten_model_has_no_grad_reverse_op_anywhere(rewritten, name):
+    assert not set(rewrite.REPLACED_OP_TYPES) & all_op_types(rewritten[name]["dst"])
+
+
+@pytest.mark.parametrize("name", [*MODELS, "gradients"])
+def test_source_files_are_unchanged(rewritten, name):
+    assert tree_hash(rewritten[name]["src"]) == rewritten[name]["hash"]
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_variables_and_assets_are_copied_unchanged(rewritten, name):
+    src, dst = rewritten[name]["src"], rewritten[name]["dst"]
+    copied = {k: v for k, v in tree_hash(src).items() if not k.startswith(("saved_model.pb", "fingerprint"))}
+    assert copied and {k: tree_hash(dst)[k] for k in copied} == copied
+
+
+def test_reports_say_what_was_replaced_where(rewritten):
+    report = rewritten["control_flow"]["report"]
+    # Forward: one GRL in a cond branch, one in the loop body; the gradient
+    # signature traces its own copies of both.
+    assert "GradReverse" in report and "GradReverseGrad" in report
+    assert any(line.strip().startswith("cond_true") for line in report.splitlines())
+    assert any(line.strip().startswith("while_body") for line in report.splitlines())
+    tf1 = rewritten["tf1_builder"]["report"]
+    assert f"{rewrite.TOP_LEVEL}: 1 GradReverse, 1 GradReverseGrad" in tf1
+    assert "already servable" in rewritten["already_servable"]["report"]
+    for name in MODELS:
+        assert "verify: signature" in rewritten[name]["report"] and "OK:" in rewritten[name]["report"]
+
+
+def test_already_servable_model_is_copied_byte_for_byte(rewritten):
+    result = rewritten["already_servable"]
+    assert tree_hash(result["dst"]) == result["hash"]
+
+
+def test_signatures_and_object_graph_are_unchanged(rewritten):
+    for name in MODELS:
+        src = serving.read_saved_model(rewritten[name]["src"]).meta_graphs[0]
+        dst = serving.read_saved_model(rewritten[name]["dst"]).meta_graphs[0]
+        assert src.signature_def == dst.signature_def, name
+        assert src.object_graph_def == dst.object_graph_def, name
+    # The TF1 export was text and stays text.
+    assert (rewritten["tf1_builder"]["dst"] / "saved_model.pbtxt").is_file()
+
+
+def test_fingerprint_matches_the_rewritten_graph(rewritten):
+    dst = rewritten["keras_model_export"]["dst"]
+    src = rewritten["keras_model_export"]["src"]
+    from tensorflow.python.saved_model.pywrap_saved_model import fingerprinting
+
+    from tensorflow.core.protobuf import fingerprint_pb2
+
+    expected = fingerprint_pb2.FingerprintDef.FromString(fingerprinting.CreateFingerprintDef(str(dst)))
+    actual = fingerprint_pb2.FingerprintDef.FromString((dst / "fingerprint.pb").read_bytes())
+    expected.ClearField("uuid")  # random per computation
+    actual.ClearField("uuid")
+    assert actual == expected
+    assert tf.saved_model.experimental.read_fingerprint(str(dst)).saved_model_checksum != (
+        tf.saved_model.experimental.read_fingerprint(str(src)).saved_model_checksum
+    )
+
+
+# Loads DST with plain TensorFlow, runs every signature on the given inputs.
+_FRESH_RUN = """
+import base64, json, sys
+import numpy as np
+import tensorflow as tf
+from tensorflow.python.framework import op_def_registry
+
+path, inputs_json = sys.argv[1:3]
+loaded = tf.saved_model.load(path)
+out = {}
+for key, arguments in json.loads(inputs_json).items():
+    feeds = {}
+    for name, (dtype, shape, hex_bytes) in arguments.items():
+        array = np.frombuffer(bytes.fromhex(hex_bytes), tf.as_dtype(dtype).as_numpy_dtype).reshape(shape)
+        feeds[name] = tf.constant(array)
+    results = loaded.signatures[key](**feeds)
+    out[key] = {k: [v.dtype.name, v.shape.as_list(), v.numpy().tobytes().hex()] for k, v in results.items()}
+assert not any(m.startswith("grad_reverse") for m in sys.modules), "grad_reverse was imported"
+assert op_def_registry.get("GradReverse") is None, "GradReverse is registered"
+print(json.dumps(out))
+"""
+
+
+def inputs_for(path: Path) -> dict:
+    meta_graph = serving.read_saved_model(path).meta_graphs[0]
+    return {
+        key: verify.make_inputs(signature, seed=7)
+        for key, signature in meta_graph.signature_def.items()
+        if key != "__saved_model_init_op"
+    }
+
+
+def encode(arrays: dict) -> dict:
+    return {k: [tf.as_dtype(v.dtype).name, list(v.shape), v.tobytes().hex()] for k, v in arrays.items()}
+
+
+@pytest.mark.parametrize("name", [*MODELS, "gradients"])
+def test_fresh_process_without_grad_reverse_runs_dst_bitwise_like_src(rewritten, name):
+    src, dst = rewritten[name]["src"], rewritten[name]["dst"]
+    inputs = inputs_for(src)
+    loaded = tf.saved_model.load(str(src))  # this process has the op
+    expected = {
+        key: encode({k: v.numpy() for k, v in loaded.signatures[key](**{a: tf.constant(b) for a, b in args.items()}).items()})
+        for key, args in inputs.items()
+    }
+    payload = json.dumps({key: encode(args) for key, args in inputs.items()})
+    result = subprocess.run([sys.executable, "-c", _FRESH_RUN, str(dst), payload],
+                            capture_output=True, text=True, env=ENV, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    actual = json.loads(result.stdout.strip().splitlines()[-1])
+    assert actual == expected
+
+
+def test_gradient_rewrite_rounds_like_the_kernel_in_every_dtype(rewritten):
+    """-lambda*dy through stock ops against the kernel, bit for bit, on many values
+    (subnormals, huge values that overflow half, infinities, NaN)."""
+    src = tf.saved_model.load(str(rewritten["gradients"]["src"]))
+    dst = tf.saved_model.load(str(rewritten["gradients"]["dst"]))
+    rng = np.random.default_rng(3)
+    base = np.concatenate([
+        rng.standard_normal(4000) * 10.0 ** rng.integers(-9, 6, 4000),
+        [0.0, -0.0, np.inf, -np.inf, np.nan, 6.0e-8, 1e-40, 65504.0, 70000.0, 3.4e38],
+    ])
+    for dtype in GRADIENT_DTYPES:
+        dy = tf.cast(tf.constant(base, tf.float64), dtype)
+        x = tf.zeros_like(dy)
+        key = f"grad_{dtype.name}"
+        want = src.signatures[key](x=x, dy=dy)["dx"].numpy()
+        got = dst.signatures[key](x=x, dy=dy)["dx"].numpy()
+        assert want.tobytes() == got.tobytes(), dtype.name
+        # and the op did run with a lambda that rounds: not just a sign flip
+        assert not np.array_equal(np.abs(want[:100].astype(np.float64)), np.abs(base[:100]))
+
+
+# ------------------------------------------------------- the C++ loader ----
+
+
+@pytest.mark.parametrize("name", ["keras_model_export", "control_flow", "tf1_builder"])
+def test_cpp_loader_runs_dst_without_library_like_src_with_it(runner, rewritten, name):
+    x = X.astype(np.float16) if name == "control_flow" else X
+    without = run_runner(runner, rewritten[name]["src"], x, library=False)
+    assert without.returncode != 0 and "Op type not registered 'GradReverse'" in without.stderr
+    expected = runner_outputs(run_runner(runner, rewritten[name]["src"], x, library=True))
+    actual = runner_outputs(run_runner(runner, rewritten[name]["dst"], x, library=False))
+    assert sorted(actual) == sorted(expected)
+    for key in expected:
+        assert actual[key].tobytes() == expected[key].tobytes(), key
+
+
+# ------------------------------------------------------------ bad inputs ----
+
+
+@pytest.fixture(scope="module")
+def small_export(tmp_path_factory):
+    path = tmp_path_factory.mktemp("small") / "export"
+    keras_dann().export(str(path), verbose=False)
+    return path
+
+
+def run_cli(capsys, *args):
+    code = cli.main(["make-servable", *map(str, args)])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def copy_tree(src: Path, dst: Path) -> Path:
+    import shutil
+
+    shutil.copytree(src, dst)
+    return dst
+
+
+def assert_one_error(err: str, path: Path, reason: str) -> None:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("make-servable: error: ") and reason in lines[0], lines[0]
+    assert lines[0].count(str(path)) == 1, lines[0]
+
+
+def test_missing_src_is_no_such_directory_with_the_real_command(tmp_path):
+    missing, dst = tmp_path / "missing", tmp_path / "dst"
+    result = subprocess.run([sys.executable, "-m", "grad_reverse", "make-servable", str(missing), str(dst)],
+                            capture_output=True, text=True, env=ENV, timeout=600)
+    assert result.returncode == 2
+    assert f"make-servable: error: {missing}: no such directory" in result.stderr
+    assert "Traceback" not in result.stderr and not dst.exists()
+
+
+def bad_source(kind: str, tmp_path: Path, small_export: Path) -> tuple:
+    src = tmp_path / "src"
+    if kind == "file":
+        src.write_text("not a directory")
+        return src, "not a directory"
+    if kind == "empty_directory":
+        src.mkdir()
+        return src, "no saved_model.pb"
+    copy_tree(small_export, src)
+    pb = src / "saved_model.pb"
+    if kind == "truncated":
+        pb.write_bytes(pb.read_bytes()[: pb.stat().st_size // 2])
+        return src, "saved_model.pb is corrupt or truncated"
+    if kind == "garbage":
+        pb.write_bytes(b"\xff" * 100)
+        return src, "saved_model.pb is corrupt or truncated"
+    if kind == "no_variables":
+        import shutil
+
+        shutil.rmtree(src / "variables")
+        return src, "has no variables folder"
+    raise AssertionError(kind)
+
+
+@pytest.mark.parametrize("kind", ["file", "empty_directory", "truncated", "garbage", "no_variables"])
+def test_bad_source_gets_one_error_line_exit_2_and_no_dst(capsys, tmp_path, small_export, kind):
+    src, reason = bad_source(kind, tmp_path, small_export)
+    dst = tmp_path / "dst"
+    code, _, err = run_cli(capsys, src, dst)
+    assert code == 2
+    assert_one_error(err, src, reason)
+    assert not dst.exists() and [p.name for p in tmp_path.iterdir()] == ["src"]
+
+
+def test_existing_dst_is_refused_without_overwrite_and_replaced_with_it(capsys, tmp_path, small_export):
+    dst = tmp_path / "dst"
+    dst.mkdir()
+    (dst / "old_file").write_text("old")
+    code, _, err = run_cli(capsys, small_export, dst)
+    assert code == 2
+    assert_one_error(err, dst, "already exists; pass --overwrite")
+    assert [p.name for p in dst.iterdir()] == ["old_file"]
+    code, out, _ = run_cli(capsys, small_export, dst, "--overwrite", "--no-verify")
+    assert code == 0 and "verify: skipped" in out
+    assert not (dst / "old_file").exists() and (dst / "saved_model.pb").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dst"]  # no staging folders left
+
+
+def test_dst_inside_src_is_refused(capsys, tmp_path, small_export):
+    src = copy_tree(small_export, tmp_path / "src")
+    before = tree_hash(src)
+    code, _, err = run_cli(capsys, src, src / "servable")
+    assert code == 2 and "must be outside SRC" in err
+    code, _, err = run_cli(capsys, src, src, "--overwrite")
+    assert code == 2 and "must be outside SRC" in err
+    assert tree_hash(src) == before
+
+
+def test_interrupted_run_leaves_no_dst(monkeypatch, tmp_path, small_export):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(servable, "_check_stock_ops", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        serving.make_servable(small_export, tmp_path / "dst", out=io.StringIO())
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_verify_reports_outputs_that_differ(tmp_path, small_export):
+    # The proof can fail: a model with other weights, same signatures.
+    other = tmp_path / "other"
+    model = keras_dann()
+    model.get_layer("label").kernel.assign(model.get_layer("label").kernel + 1.0)
+    model.export(str(tmp_path / "with_op"), verbose=False)
+    serving.make_servable(tmp_path / "with_op", other, verify=False, out=io.StringIO())
+    meta_graph = serving.read_saved_model(small_export).meta_graphs[0]
+    results = verify.verify(small_export, other, meta_graph, ["serve"])
+    assert {r.key: r.status for r in results} == {"serve": "different", "serving_default": "different"}
+    assert all("output 'label': not bitwise equal" in r.detail for r in results)
+
+
+def test_failed_check_exits_1_and_writes_no_dst(capsys, monkeypatch, tmp_path, small_export):
+    # A signature that still needs a non-stock op after the rewrite (another
+    # library's op, say): here, stock ops are pretended to exclude MatMul.
+    monkeypatch.setattr(servable, "stock_op_types", lambda: serving.stock_op_types() - {"MatMul"})
+    code, _, err = run_cli(capsys, small_export, tmp_path / "dst", "--no-verify")
+    assert code == 1 and "make-servable: FAIL:" in err and "MatMul" in err
+    assert list(tmp_path.iterdir()) == []
