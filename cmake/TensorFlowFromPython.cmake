@@ -53,26 +53,3 @@ function(grad_reverse_find_tensorflow python)
   set(TF_CUDA_VERSION "${cuda_version}" PARENT_SCOPE)
 endfunction()
 
-# A copy of TF_INCLUDE_DIR inside the build folder, made once per TensorFlow
-# version with the files' timestamps kept, and TF_INCLUDE_DIR pointed at it.
-# pip builds against a TensorFlow unpacked into a new temporary folder each
-# time (the first `pip install .` on a fresh machine), or into the target
-# environment (later ones), with fresh timestamps: compiling against the copy
-# keeps the compile commands and header times of a rebuild identical, so the
-# persistent build folder (build-dir in pyproject.toml) recompiles only what
-# changed. Costs about 290 MB of disk per build folder (TensorFlow 2.21).
-function(grad_reverse_stable_tensorflow_headers)
-  set(copy ${CMAKE_BINARY_DIR}/tensorflow-include)
-  set(key "${TF_VERSION};${TF_CUDA_VERSION};${TF_DEFINES}")
-  set(old_key "")
-  if(EXISTS ${copy}.key)
-    file(READ ${copy}.key old_key)
-  endif()
-  if(NOT old_key STREQUAL key OR NOT IS_DIRECTORY ${copy})
-    message(STATUS "grad_reverse: copying TensorFlow ${TF_VERSION}'s headers into the build folder")
-    file(REMOVE_RECURSE ${copy})
-    file(COPY ${TF_INCLUDE_DIR}/ DESTINATION ${copy})  # keeps timestamps
-    file(WRITE ${copy}.key "${key}")
-  endif()
-  set(TF_INCLUDE_DIR ${copy} PARENT_SCOPE)
-endfunction()
