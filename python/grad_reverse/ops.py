@@ -62,6 +62,8 @@ def lambda_input(lambda_: LambdaLike) -> Union[tf.Tensor, tf.Variable]:
     tf.Variable it holds, or that value autocast), which is what converting it
     reads. Everything else goes through `lambda_tensor`.
     """
+    if isinstance(lambda_, (float, int)):  # a Python number, the other common case
+        return lambda_tensor(lambda_)
     if isinstance(lambda_, tf.Tensor):
         if lambda_.dtype == tf.float32 and lambda_.shape.rank == 0:
             return lambda_
@@ -81,7 +83,7 @@ def lambda_tensor(lambda_: LambdaLike) -> tf.Tensor:
     `tf.Variable` assigned between steps is read at every step.
     """
     if isinstance(lambda_, tf.Tensor) and lambda_.dtype == tf.float32 and lambda_.shape.rank == 0:
-        return lambda_  # the common case, first
+        return lambda_
     if isinstance(lambda_, (bool, np.bool_)):
         raise TypeError("lambda_ must be a real number or a float scalar tensor, got a bool")
     if isinstance(lambda_, numbers.Real):
