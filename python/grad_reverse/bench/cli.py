@@ -81,8 +81,9 @@ def summary(results: Sequence[Result]) -> list[str]:
         if not rows:
             continue
         lines.append(table.LAMBDA_TITLES[kind] + ":")
-        for r in rows:
-            if r.case == "fwd+bwd" and r.mode == "eager" and r.size == min(x.size for x in rows):
+        eager = [r for r in rows if r.case == "fwd+bwd" and r.mode == "eager"]
+        for r in eager:
+            if r.size == min(x.size for x in eager):
                 lines.append(f"  eager {table.size_label(r.size)}: reference/native {r.ratio():.2f}, "
                              f"native/{_named(r.floor)} {r.over_floor():.3f}")
         for mode in ("tf.function", "xla"):
