@@ -17,8 +17,10 @@ beforehand), each timed interleaved with the others:
   pool (Eigen, vectorized, sharded), out of place;
 * on a GPU, a device-to-device pass (`x + 0` in a tf.function) instead.
 
-`Limit.gbps` is the best median; it is an upper bound of what the machine
-showed it can do in this run, not a datasheet number.
+Each way counts with its fastest round, and `Limit.gbps` is the best way: the
+most this machine showed it can move in this run (not a datasheet number).
+On a shared machine a median would move with the load of the moment and fall
+below what a case measured a minute later; the fastest round does much less.
 """
 
 from __future__ import annotations
@@ -42,9 +44,9 @@ class Limit:
     """Read+write bandwidth for moving `nbytes` (each way) on this machine."""
 
     nbytes: int
-    gbps: float  # the best way's median
+    gbps: float  # the best way's fastest round
     method: str  # which way that was
-    methods: dict[str, float] = field(default_factory=dict)  # every way's median GB/s
+    methods: dict[str, float] = field(default_factory=dict)  # every way's GB/s in its fastest round
 
 
 def usable_cores() -> int:
@@ -143,7 +145,7 @@ def measure_limit(nbytes: int, rounds: int, dtype: tf.DType = tf.float32) -> Lim
     finally:
         for copy in copies:
             copy.close()
-    methods = {name: 2 * nbytes / statistics.median(samples) / 1e9 for name, samples in times.items()}
+    methods = {name: 2 * nbytes / min(samples) / 1e9 for name, samples in times.items()}
     best = max(methods, key=methods.get)
     return Limit(nbytes, methods[best], best, methods)
 

@@ -77,7 +77,7 @@ def format_table(results: Sequence[Result]) -> str:
 
 def format_limits(limits: dict[int, Limit], dtype_size: int) -> str:
     """The limit per size, with the way that reached it and the others."""
-    lines = ["memory-bandwidth limit (read+write GB/s, best median of the ways below, this run):"]
+    lines = ["memory-bandwidth limit (read+write GB/s: the best of these ways, each in its fastest round):"]
     for nbytes, limit in sorted(limits.items()):
         others = ", ".join(f"{name} {gbps:.1f}" for name, gbps in limit.methods.items())
         lines.append(f"  {size_label(nbytes // dtype_size):>6s}: {limit.gbps:6.1f}  ({others})")
