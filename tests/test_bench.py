@@ -199,3 +199,16 @@ def test_progress_is_one_line_per_case_when_not_a_terminal(capsys, monkeypatch):
     progress.start(1, "chain")
     progress.finish()
     assert capsys.readouterr().err.splitlines() == ["bench [1/2] eager 1K", "bench [2/2] chain"]
+
+
+def test_verbose_flag_does_not_override_a_top_level_one():
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--verbose", action="store_true")
+    bench.add_cli(parser.add_subparsers(dest="command"))
+    assert parser.parse_args(["--verbose", "bench"]).verbose is True
+    assert parser.parse_args(["bench", "--verbose"]).verbose is True
+    assert parser.parse_args(["bench"]).verbose is False
+    sizes = parser.parse_args(["bench", "--sizes", "16M,64M"]).sizes
+    assert sizes == [1 << 24, 1 << 26]
