@@ -2,13 +2,18 @@
 not asserted: this machine is noisy)."""
 
 import json
+import os
+import sys
 import time
 
+import numpy as np
 import pytest
 import tensorflow as tf
 
 from grad_reverse import bench
 from grad_reverse.__main__ import main
+from grad_reverse.bench import allocations, cli, limit, table
+from grad_reverse.bench.measure import paired_ratio
 
 
 def test_interleaved_times_every_callable_each_round():
@@ -18,31 +23,84 @@ def test_interleaved_times_every_callable_each_round():
     assert min(times["slow"]) >= 0.002 > max(times["fast"])
 
 
-def test_result_ratio_and_bandwidth_come_from_medians():
-    result = bench.Result("fwd+bwd", "tf.function", 1000, "float32",
-                          {"native": [1.0, 2.0, 9.0], "reference": [4.0, 4.0, 4.0]}, bytes_moved=8000)
+def test_ratios_are_taken_round_by_round_and_bandwidth_from_the_median():
+    result = bench.Result("fwd+bwd", "tf.function", 1000, "float32", "variable",
+                          {"native": [1.0, 2.0, 9.0], "reference": [2.0, 4.0, 18.0], "identity": [1.0, 1.0, 3.0]},
+                          bytes_moved=8000, limit_gbps=8000 / 1.0 / 1e9)
     assert result.ratio() == 2.0
+    assert result.floor == "identity" and result.over_floor() == 2.0
     assert result.native_gbps() == pytest.approx(8000 / 2.0 / 1e9)
+    assert result.fraction_of_limit() == pytest.approx(0.5)
     summary = result.summary()
     assert summary["min_s"]["native"] == 1.0 and summary["ratio_reference_over_native"] == 2.0
+    assert paired_ratio([5.0, 1.0, 1.0], [1.0, 1.0, 1.0]) == 1.0  # one slow round does not move the median
 
 
-def test_cases_run_each_implementation_on_tiny_tensors():
-    for result in (bench.case_eager(64, tf.float16, 2), bench.case_function(64, tf.float32, 2),
-                   bench.case_function(64, tf.bfloat16, 2, jit=True), bench.case_chain(64, tf.float32, 2)):
-        assert set(result.times) == set(bench.IMPLEMENTATIONS)
+def test_floor_is_identity_plus_read_when_measured():
+    result = bench.Result("fwd+bwd", "eager", 8, "float32", "variable",
+                          {"native": [1.0], "reference": [2.0], "identity": [0.5], "identity+read": [0.8]})
+    assert result.floor == "identity+read"
+    assert bench.Result("dann step", "tf.function", 8, "float32", "float", {"no GRL": [1.0]}).floor == "no GRL"
+
+
+@pytest.mark.parametrize("kind", bench.LAMBDA_KINDS)
+def test_cases_run_each_implementation_on_tiny_tensors(kind):
+    for result in (bench.case_eager(64, tf.float16, 2, kind), bench.case_function(64, tf.float32, 2, False, kind),
+                   bench.case_function(64, tf.bfloat16, 2, True, kind), bench.case_chain(64, tf.float32, 2, kind)):
+        expected = set(bench.IMPLEMENTATIONS)
+        if result.mode == "eager" and kind == "variable":
+            expected.add("identity+read")  # the eager floor for a Variable lambda
+        assert set(result.times) == expected and result.lambda_kind == kind
         assert all(len(v) == 2 and min(v) > 0 for v in result.times.values())
 
 
-def test_dann_step_case_compares_against_no_layer():
-    result = bench.case_dann_step(8, 16, 2)
-    assert set(result.times) == {"native", "reference", "no GRL"}
+def test_the_variable_lambda_is_what_a_schedule_assigns():
+    variable = bench.cases.make_lambda("variable")
+    assert isinstance(variable, tf.Variable) and not variable.trainable and variable.dtype == tf.float32
+    assert bench.cases.make_lambda("float") == 0.5
+    with pytest.raises(ValueError, match="variable, float"):
+        bench.cases.make_lambda("int")
 
 
-def test_bandwidth_measurements_are_positive():
-    assert bench.memory_limit_gbps(1 << 12, tf.float32, 2) > 0
-    native, numpy_limit = bench.kernel_bandwidth(1 << 12, tf.float32, 3)
-    assert numpy_limit > 0 and native != 0
+@pytest.mark.parametrize("kind", bench.LAMBDA_KINDS)
+def test_dann_step_case_compares_against_no_layer(kind):
+    result = bench.case_dann_step(8, 16, 2, kind)
+    assert set(result.times) == {"native", "reference", "no GRL"} and result.floor == "no GRL"
+
+
+def test_threaded_copy_and_in_place_pass_touch_every_byte():
+    src = np.arange(1000, dtype=np.uint8)
+    dst = np.zeros_like(src)
+    for threads in (1, 2, 3):
+        dst[:] = 0
+        copy = limit.threaded_copy(src, dst, threads)
+        copy()
+        copy.close()
+        np.testing.assert_array_equal(dst, src)
+    buffer = np.ones(256, np.float32).view(np.uint8)
+    negate = limit.threaded_negate(buffer, 3)
+    negate()
+    negate.close()
+    np.testing.assert_array_equal(buffer.view(np.float32), -np.ones(256, np.float32))
+
+
+def test_slices_cover_the_bytes_once_on_cache_line_boundaries():
+    for nbytes, parts in ((1, 4), (100, 2), (4096, 3), (1 << 20, 16)):
+        slices = limit._slices(nbytes, parts)
+        assert slices[0].start == 0 and slices[-1].stop == nbytes and len(slices) <= parts
+        assert all(a.stop == b.start and b.start % 64 == 0 for a, b in zip(slices, slices[1:]))
+
+
+def test_limit_is_the_best_of_several_ways_on_tiny_buffers():
+    measured = bench.measure_limit(1 << 12, 2)
+    assert measured.gbps > 0 and measured.gbps == max(measured.methods.values())
+    assert measured.method in measured.methods and len(measured.methods) >= 3
+    assert any("threads" in name for name in measured.methods) or limit.usable_cores() == 1
+    assert limit.thread_counts(16) == [1, 8, 16] and limit.thread_counts(1) == [1]
+
+
+def test_kernel_bandwidth_is_measured():
+    assert bench.kernel_bandwidth(1 << 12, tf.float32, 3) != 0
 
 
 def test_native_backward_allocates_nothing_where_the_reference_allocates_float32_temporaries():
@@ -50,16 +108,107 @@ def test_native_backward_allocates_nothing_where_the_reference_allocates_float32
     assert bench.backward_allocations("reference", 4096, tf.float16) >= 4096 * 4
 
 
+def test_profiler_lines_are_kept_from_stderr_unless_verbose(capfd):
+    def write_from_c():  # what the profiler does: write to file descriptor 2 directly
+        os.write(2, b"I0000 profiler_session.cc:117] Profiler session initializing.\n")
+
+    with allocations.native_stderr_captured(verbose=False):
+        write_from_c()
+    assert "Profiler" not in capfd.readouterr().err
+    with allocations.native_stderr_captured(verbose=True):
+        write_from_c()
+    assert "Profiler session initializing" in capfd.readouterr().err
+    with pytest.raises(RuntimeError), allocations.native_stderr_captured(verbose=False):
+        write_from_c()
+        raise RuntimeError("a failed run shows its log lines")
+    assert "Profiler session initializing" in capfd.readouterr().err
+
+
+def test_allocation_count_prints_no_profiler_chatter(capfd):
+    bench.backward_allocations("native", 1024, tf.float32)
+    captured = capfd.readouterr()
+    assert "profiler" not in (captured.out + captured.err).lower()
+    assert "GPU trace" not in captured.err
+
+
+@pytest.mark.parametrize("text, sizes", [("1K", [1024]), ("16M,64M", [1 << 24, 1 << 26]), ("1000, 2k", [1000, 2048]),
+                                         ("1G", [1 << 30])])
+def test_sizes_are_read_as_the_table_writes_them(text, sizes):
+    assert table.parse_sizes(text) == sizes
+    assert [table.parse_size(table.size_label(n)) for n in sizes] == sizes
+
+
+@pytest.mark.parametrize("text", ["", "0", "-1", "1.5M", "16MB", "M", "1K,", "abc"])
+def test_bad_sizes_are_rejected_naming_the_accepted_forms(text):
+    with pytest.raises(ValueError, match="size"):
+        table.parse_sizes(text)
+
+
+def test_size_labels():
+    assert [table.size_label(n) for n in (1000, 1024, 1 << 16, 3 << 20, 1 << 30)] == ["1000", "1K", "64K", "3M", "1G"]
+
+
+def test_table_has_a_section_per_lambda_the_variable_first():
+    results = [bench.Result("fwd+bwd", "eager", 1024, "float32", kind,
+                            {"native": [1e-4], "reference": [2e-4], "identity": [0.9e-4]})
+               for kind in ("float", "variable")]
+    text = table.format_table(results)
+    assert text.index("tf.Variable") < text.index("Python float")
+    assert "ref/native" in text and "native/floor" in text
+
+
+def test_quick_plot_title_says_how_many_sizes():
+    assert "3 sizes" in cli.plot_title("float32", True, cli.QUICK_SIZES)
+    assert "sizes" not in cli.plot_title("float32", False, cli.FULL_SIZES)
+
+
 def test_cli_writes_json_and_plot(tmp_path, capsys):
-    assert main(["bench", "--sizes", "256,1024", "--rounds", "2", "--no-memory", "--no-dann",
+    assert main(["bench", "--sizes", "256,1K", "--rounds", "2", "--no-memory", "--no-dann",
                  "--out", str(tmp_path)]) == 0
     printed = capsys.readouterr().out
-    assert "ref/native" in printed and "chain" in printed
+    assert "ref/native" in printed and "chain" in printed and "identity+read" in printed
     payload = json.loads((tmp_path / "bench.json").read_text())
-    assert {r["size"] for r in payload["results"] if r["case"] == "fwd+bwd"} == {256, 1024}
+    rows = [r for r in payload["results"] if r["case"] == "fwd+bwd"]
+    assert {r["size"] for r in rows} == {256, 1024}
+    assert {r["lambda_kind"] for r in rows} == {"variable", "float"}
     assert (tmp_path / "bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_cli_rejects_bad_sizes():
+def test_cli_measures_the_limit_for_bandwidth_bound_sizes(tmp_path, capsys):
+    assert main(["bench", "--sizes", "1M", "--rounds", "2", "--lambda", "variable", "--no-memory",
+                 "--no-dann", "--out", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    assert "memory-bandwidth limit" in printed and "kernel alone" in printed
+    payload = json.loads((tmp_path / "bench.json").read_text())
+    graph_rows = [r for r in payload["results"] if r["mode"] == "tf.function" and r["case"] == "fwd+bwd"]
+    assert graph_rows and all(r["limit_gbps"] > 0 and r["native_fraction_of_limit"] > 0 for r in graph_rows)
+    assert payload["bandwidth_limits"][0]["method"] in payload["bandwidth_limits"][0]["methods"]
+
+
+@pytest.mark.parametrize("argv", [["--sizes", "1k2"], ["--sizes", "16MB"], ["--rounds", "0"], ["--lambda", "int"]])
+def test_cli_rejects_bad_arguments(argv, capsys):
     with pytest.raises(SystemExit):
-        main(["bench", "--sizes", "1k"])
+        main(["bench", *argv])
+    assert "usage" in capsys.readouterr().err
+
+
+def test_progress_is_one_line_per_case_when_not_a_terminal(capsys, monkeypatch):
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False, raising=False)
+    progress = cli.Progress(2)
+    progress.start(0, "eager 1K")
+    progress.start(1, "chain")
+    progress.finish()
+    assert capsys.readouterr().err.splitlines() == ["bench [1/2] eager 1K", "bench [2/2] chain"]
+
+
+def test_verbose_flag_does_not_override_a_top_level_one():
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--verbose", action="store_true")
+    bench.add_cli(parser.add_subparsers(dest="command"))
+    assert parser.parse_args(["--verbose", "bench"]).verbose is True
+    assert parser.parse_args(["bench", "--verbose"]).verbose is True
+    assert parser.parse_args(["bench"]).verbose is False
+    sizes = parser.parse_args(["bench", "--sizes", "16M,64M"]).sizes
+    assert sizes == [1 << 24, 1 << 26]

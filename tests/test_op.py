@@ -6,6 +6,7 @@ import tensorflow as tf
 
 import grad_reverse
 from grad_reverse import reference
+from grad_reverse._keras import KERAS_3, keras
 from conftest import LAMBDAS, SHAPES, assert_bitwise_equal, data_pointer, forward_backward, random_tensor
 
 
@@ -146,6 +147,27 @@ def test_variable_lambda_assigned_between_calls_takes_effect_without_retracing()
         assert_bitwise_equal(step(x), np.full(4, -value, np.float32))
     assert len(traces) == 1
     assert step.experimental_get_tracing_count() == 1
+
+
+VARIABLE_KINDS = {
+    "tf.Variable": lambda: tf.Variable(1.0),
+    "tf.Variable, not trainable": lambda: tf.Variable(1.0, trainable=False),
+    "keras.Variable": lambda: keras.Variable(1.0),
+}
+
+
+@pytest.mark.parametrize("kind", VARIABLE_KINDS)
+def test_variable_lambda_assigned_between_eager_calls_is_read_at_every_call(kind):
+    # Eager calls pass a float32 variable to the op itself (no read in Python),
+    # so this checks that the op reads the current value each time.
+    if kind == "keras.Variable" and not KERAS_3:
+        pytest.skip("keras.Variable is Keras 3 only")
+    lambda_ = VARIABLE_KINDS[kind]()
+    x, dy = tf.ones([4]), tf.ones([4])
+    for value in [1.0, 0.25, 6.0, 0.0]:
+        lambda_.assign(value)
+        _, dx = forward_backward(grad_reverse.grad_reverse, x, dy, lambda_)
+        assert_bitwise_equal(dx, np.full(4, -value, np.float32))
 
 
 def test_lambda_accepts_numbers_tensors_and_variables():

@@ -1,0 +1,187 @@
+"""The benchmark's cases: each builds the native op, the pure-Python version
+and a floor that does no reversal on the same inputs, and times them
+interleaved (see `measure`).
+
+Lambda comes two ways, since they cost differently: a `tf.Variable` (what a
+schedule such as `DANNLambdaSchedule` assigns between steps: the realistic
+case, and the default) and a Python float. With a Variable, the eager floor
+is `tf.identity` plus one read of the same Variable: no layer that takes a
+scheduled lambda can do less.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Union
+
+import numpy as np
+import tensorflow as tf
+
+import grad_reverse
+from grad_reverse import reference
+from grad_reverse.bench.measure import Result, interleaved
+
+LAMBDA_KINDS = ("variable", "float")
+LAMBDA_VALUE = 0.5
+# From this many elements up, forward+backward in a graph is bound by memory
+# bandwidth, so its GB/s is worth comparing with the machine's limit.
+BANDWIDTH_BOUND_SIZE = 1 << 20
+
+LambdaArg = Union[float, tf.Variable]
+
+
+def make_lambda(kind: str) -> LambdaArg:
+    """A lambda of `kind`: a non-trainable tf.Variable (as a schedule holds it) or a float."""
+    if kind == "variable":
+        return tf.Variable(LAMBDA_VALUE, trainable=False, name="lambda")
+    if kind == "float":
+        return LAMBDA_VALUE
+    raise ValueError(f"lambda kind must be one of {', '.join(LAMBDA_KINDS)}, got {kind!r}")
+
+
+def _identity(x, lambda_):
+    """The floor: what a layer that does nothing costs (no reversal)."""
+    del lambda_
+    return tf.identity(x)
+
+
+def _identity_and_read(x, lambda_):
+    """The eager floor with a Variable lambda: tf.identity plus one read of it
+    (`value()`, the cheapest read Python offers)."""
+    lambda_.value()
+    return tf.identity(x)
+
+
+LAYERS: dict[str, Callable] = {
+    "native": grad_reverse.grad_reverse,
+    "reference": reference.grad_reverse,
+    "identity": _identity,
+}
+IMPLEMENTATIONS = tuple(LAYERS)
+
+
+def _layers(lambda_: LambdaArg, eager: bool) -> dict[str, Callable]:
+    layers = dict(LAYERS)
+    if eager and isinstance(lambda_, tf.Variable):
+        layers["identity+read"] = _identity_and_read
+    return layers
+
+
+def _inputs(size: int, dtype: tf.DType) -> tuple[tf.Tensor, tf.Tensor]:
+    x = tf.cast(tf.random.normal([size], seed=1), dtype)
+    dy = tf.cast(tf.random.normal([size], seed=2), dtype)
+    return x, dy
+
+
+def fwd_bwd(layer: Callable, x, dy, lambda_):
+    """dx of `layer(x, lambda_)` for the output gradient `dy`."""
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = layer(x, lambda_)
+    return tape.gradient(y, x, output_gradients=dy)
+
+
+def case_eager(size: int, dtype: tf.DType, rounds: int, lambda_kind: str = "variable") -> Result:
+    """Eager forward + backward: where dispatch cost dominates small tensors."""
+    x, dy = _inputs(size, dtype)
+    lambda_ = make_lambda(lambda_kind)
+    calls = {name: (lambda layer=layer: fwd_bwd(layer, x, dy, lambda_))
+             for name, layer in _layers(lambda_, eager=True).items()}
+    per_round = max(1, min(50, (1 << 20) // max(size, 1)))
+    result = Result("fwd+bwd", "eager", size, dtype.name, lambda_kind, interleaved(calls, rounds, per_round))
+    if size >= BANDWIDTH_BOUND_SIZE:
+        result.bytes_moved = 2 * size * dtype.size
+    return result
+
+
+def fwd_bwd_function(layer: Callable, lambda_, jit: bool = False):
+    """tf.function(x, dy) -> dx through `layer` (one trace per layer)."""
+
+    def step(x, dy):
+        return fwd_bwd(layer, x, dy, lambda_)
+
+    return tf.function(step, jit_compile=jit)
+
+
+def case_function(size: int, dtype: tf.DType, rounds: int, jit: bool = False,
+                  lambda_kind: str = "variable") -> Result:
+    """tf.function forward + backward with dy passed in (so dx cannot reuse
+    dy's buffer: the call includes allocating dx). A float lambda is a graph
+    constant; a Variable is read inside the graph at every call."""
+    x, dy = _inputs(size, dtype)
+    lambda_ = make_lambda(lambda_kind)
+    calls = {}
+    for name, layer in _layers(lambda_, eager=False).items():
+        fn = fwd_bwd_function(layer, lambda_, jit)
+        calls[name] = lambda fn=fn: fn(x, dy)
+    per_round = max(1, min(50, (1 << 18) // max(size, 1)))
+    mode = "xla" if jit else "tf.function"
+    result = Result("fwd+bwd", mode, size, dtype.name, lambda_kind, interleaved(calls, rounds, per_round))
+    if size >= BANDWIDTH_BOUND_SIZE:
+        result.bytes_moved = 2 * size * dtype.size
+    return result
+
+
+def chain_function(layer: Callable, lambda_) -> Callable:
+    """dy made inside the graph: h = 2x; y = layer(h); loss = sum(y*y); d loss/dx."""
+
+    @tf.function
+    def chain(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = layer(2.0 * x, lambda_)
+            loss = tf.reduce_sum(y * y)
+        return tape.gradient(loss, x)
+
+    return chain
+
+
+def case_chain(size: int, dtype: tf.DType, rounds: int, lambda_kind: str = "variable") -> Result:
+    """The chain graph (see `chain_function`): Grappler may fold a scalar
+    multiplication around the pure-Python backward, not around a custom op."""
+    x, _ = _inputs(size, dtype)
+    lambda_ = make_lambda(lambda_kind)
+    calls = {}
+    for name, layer in LAYERS.items():
+        fn = chain_function(layer, lambda_)
+        calls[name] = lambda fn=fn: fn(x)
+    return Result("chain", "tf.function", size, dtype.name, lambda_kind, interleaved(calls, rounds))
+
+
+def case_dann_step(batch: int, width: int, rounds: int, lambda_kind: str = "variable") -> Result:
+    """A DANN-style training step, Dense(width)-ReLU-GRL-Dense(width)-ReLU-Dense(1)
+    with SGD, the GRL being the package's Keras layer, the pure-Python version
+    in a Lambda layer, or nothing ("no GRL")."""
+    from grad_reverse._keras import keras
+
+    rng = np.random.default_rng(0)
+    x = tf.constant(rng.standard_normal((batch, width)), tf.float32)
+    y = tf.constant(rng.integers(0, 2, (batch, 1)), tf.float32)
+    lambda_ = make_lambda(lambda_kind)
+    grls = {
+        "native": lambda: grad_reverse.GradReverse(lambda_),
+        "reference": lambda: keras.layers.Lambda(lambda t: reference.grad_reverse(t, lambda_)),
+        "no GRL": lambda: keras.layers.Identity(),
+    }
+    calls = {}
+    for name, make_grl in grls.items():
+        keras.utils.set_random_seed(0)
+        model = keras.Sequential([
+            keras.Input((width,)),
+            keras.layers.Dense(width, activation="relu"),
+            make_grl(),
+            keras.layers.Dense(width, activation="relu"),
+            keras.layers.Dense(1),
+        ])
+        optimizer = keras.optimizers.SGD(1e-4)
+        loss_fn = keras.losses.BinaryCrossentropy(from_logits=True)
+
+        @tf.function
+        def step(model=model, optimizer=optimizer):
+            with tf.GradientTape() as tape:
+                loss = loss_fn(y, model(x, training=True))
+            grads = tape.gradient(loss, model.trainable_variables)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+            return loss
+
+        calls[name] = step
+    return Result("dann step", "tf.function", batch, "float32", lambda_kind, interleaved(calls, rounds))

@@ -1,0 +1,219 @@
+"""`python -m grad_reverse bench`: runs the cases, prints the table, writes
+bench.json and bench.png."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+import tensorflow as tf
+
+import grad_reverse
+from grad_reverse.bench import cases, table
+from grad_reverse.bench.allocations import backward_allocations
+from grad_reverse.bench.limit import Limit, kernel_bandwidth, measure_limit
+from grad_reverse.bench.measure import Result
+
+FULL_SIZES = (1 << 10, 1 << 16, 1 << 20, 1 << 24, 1 << 26)
+QUICK_SIZES = (1 << 10, 1 << 20, 1 << 24)
+DTYPES = tuple(d.name for d in grad_reverse.SUPPORTED_DTYPES)
+ALLOCATION_SIZE = 1 << 24
+
+
+class Progress:
+    """One updating line on a terminal; elsewhere (a log, a pipe) one short
+    line per case. On stderr, so that stdout holds only the results."""
+
+    def __init__(self, total: int, enabled: bool = True) -> None:
+        self.total, self.enabled = total, enabled
+        self.terminal = sys.stderr.isatty()
+
+    def start(self, index: int, label: str) -> None:
+        """Case `index` (from 0) begins."""
+        if not self.enabled:
+            return
+        text = f"bench [{index + 1}/{self.total}] {label}"
+        sys.stderr.write(f"\r{text:<72s}" if self.terminal else text + "\n")
+        sys.stderr.flush()
+
+    def finish(self) -> None:
+        if self.enabled and self.terminal:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+def plan(sizes: Sequence[int], dtype: tf.DType, rounds: int, lambdas: Sequence[str], quick: bool,
+         dann: bool) -> list[tuple[str, Callable[[], Result]]]:
+    """(label, run) for every case, the Variable lambda's first."""
+    steps: list[tuple[str, Callable[[], Result]]] = []
+    for kind in lambdas:
+        for size in sizes:
+            label = f"{table.size_label(size)} {dtype.name}, {kind} lambda"
+            steps.append((f"eager {label}", lambda s=size, k=kind: cases.case_eager(s, dtype, rounds, k)))
+            steps.append((f"tf.function {label}", lambda s=size, k=kind: cases.case_function(s, dtype, rounds, False, k)))
+            steps.append((f"xla {label}", lambda s=size, k=kind: cases.case_function(s, dtype, rounds, True, k)))
+    chain_size = min(max(sizes), 1 << 24)
+    for kind in lambdas:
+        steps.append((f"chain {table.size_label(chain_size)}, {kind} lambda",
+                      lambda k=kind: cases.case_chain(chain_size, dtype, rounds, k)))
+    if dann:
+        batch, width = (256, 1024) if quick else (512, 2048)
+        for kind in lambdas:
+            steps.append((f"DANN step, {kind} lambda",
+                          lambda k=kind: cases.case_dann_step(batch, width, rounds, k)))
+    return steps
+
+
+def _named(floor: str) -> str:
+    return f"({floor})" if "+" in floor else floor
+
+
+def summary(results: Sequence[Result]) -> list[str]:
+    """The headline ratios, per kind of lambda."""
+    lines = []
+    for kind in table.LAMBDA_TITLES:
+        rows = [r for r in results if r.lambda_kind == kind]
+        if not rows:
+            continue
+        lines.append(table.LAMBDA_TITLES[kind] + ":")
+        eager = [r for r in rows if r.case == "fwd+bwd" and r.mode == "eager"]
+        for r in eager:
+            if r.size == min(x.size for x in eager):
+                lines.append(f"  eager {table.size_label(r.size)}: reference/native {r.ratio():.2f}, "
+                             f"native/{_named(r.floor)} {r.over_floor():.3f}")
+        for mode in ("tf.function", "xla"):
+            line = table.summary_line([r for r in rows if r.bytes_moved], "fwd+bwd", mode, kind)
+            if line:
+                lines.append(f"  {line} (sizes from {table.size_label(cases.BANDWIDTH_BOUND_SIZE)})")
+        for r in rows:
+            if r.case == "chain":
+                lines.append(f"  chain {table.size_label(r.size)}: reference/native {r.ratio():.2f}")
+            if r.case == "dann step":
+                lines.append(f"  DANN step: native/no GRL {r.over_floor():.3f}, reference/no GRL "
+                             f"{r.ratio('reference', 'no GRL'):.3f}")
+    return lines
+
+
+def run(quick: bool = False, dtype: str = "float32", out: Optional[str] = None,
+        sizes: Optional[Sequence[int]] = None, rounds: Optional[int] = None, progress: bool = True,
+        memory: bool = True, dann: bool = True, lambdas: Sequence[str] = cases.LAMBDA_KINDS,
+        verbose: bool = False) -> list[Result]:
+    """Runs every case and prints the table; returns the results."""
+    tf_dtype = tf.as_dtype(dtype)
+    sizes = tuple(sizes or (QUICK_SIZES if quick else FULL_SIZES))
+    rounds = rounds or (11 if quick else 41)
+    started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+    steps = plan(sizes, tf_dtype, rounds, lambdas, quick, dann)
+    bar = Progress(len(steps), progress)
+    results: list[Result] = []
+    limits: dict[int, Limit] = {}
+    for i, (label, make) in enumerate(steps):
+        bar.start(i, label)
+        result = make()
+        if result.bytes_moved:
+            nbytes = result.bytes_moved // 2
+            if nbytes not in limits:
+                limits[nbytes] = measure_limit(nbytes, rounds, tf_dtype)
+            result.limit_gbps = limits[nbytes].gbps
+        results.append(result)
+    bar.finish()
+    print(table.format_table(results))
+    if limits:
+        print("\n" + table.format_limits(limits, tf_dtype.size))
+    kernel_rows = []
+    for size in (s for s in sizes if s >= cases.BANDWIDTH_BOUND_SIZE):
+        gbps = kernel_bandwidth(size, tf_dtype, rounds)
+        limit = limits.get(size * tf_dtype.size)
+        kernel_rows.append({"size": size, "native_gbps": gbps, "limit_gbps": limit.gbps if limit else None})
+    if kernel_rows:
+        print("\nbackward kernel alone, in place (read+write GB/s):")
+        for row in kernel_rows:
+            of_limit = f"  {row['native_gbps'] / row['limit_gbps']:.0%} of the limit" if row["limit_gbps"] else ""
+            print(f"  {table.size_label(row['size']):>6s} {dtype}: {row['native_gbps']:6.1f}{of_limit}")
+    allocations = {}
+    if memory:
+        allocations = {impl: backward_allocations(impl, ALLOCATION_SIZE, tf_dtype, verbose)
+                       for impl in ("native", "reference")}
+        print(f"\nbytes allocated by the backward (tf.function, dy a graph temporary, "
+              f"{table.size_label(ALLOCATION_SIZE)} {dtype}, {ALLOCATION_SIZE * tf_dtype.size / 2**20:.0f} MiB "
+              f"per tensor): " + ", ".join(f"{k} {v / 2**20:.1f} MiB" for k, v in allocations.items()))
+    print("\nsummary (ratios taken round by round, median):")
+    print("\n".join(summary(results)))
+    if out:
+        write_outputs(Path(out), results, limits, kernel_rows, allocations, dtype, started,
+                      plot_title(dtype, quick, sizes))
+    return results
+
+
+def plot_title(dtype: str, quick: bool, sizes: Sequence[int]) -> str:
+    title = f"grad-reverse forward+backward, {dtype}: native op, tf.custom_gradient, floor"
+    if quick:
+        title += f"  (--quick: {len(sizes)} sizes only)"
+    return title
+
+
+def write_outputs(directory: Path, results: Sequence[Result], limits: dict[int, Limit], kernel_rows: list,
+                  allocations: dict, dtype: str, started: str, title: str) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    payload = {
+        "tensorflow": tf.__version__, "grad_reverse": grad_reverse.__version__, "dtype": dtype,
+        "started": started, "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None,
+        "cpu_count": os.cpu_count(), "gpus": [d.name for d in tf.config.list_logical_devices("GPU")],
+        "results": [r.summary() for r in results],
+        "bandwidth_limits": [vars(limit) for limit in limits.values()],
+        "backward_allocated_bytes": allocations, "kernel_in_place_bandwidth": kernel_rows,
+    }
+    (directory / "bench.json").write_text(json.dumps(payload, indent=2))
+    try:
+        from grad_reverse.bench.plot import plot
+
+        plot(results, directory / "bench.png", title)
+        print(f"wrote {directory / 'bench.json'} and {directory / 'bench.png'}")
+    except ImportError:
+        print(f"wrote {directory / 'bench.json'} (install matplotlib, or grad-reverse[bench], for the plot)")
+
+
+def _sizes_argument(text: str) -> list[int]:
+    try:
+        return table.parse_sizes(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _rounds_argument(text: str) -> int:
+    try:
+        rounds = int(text)
+    except ValueError:
+        rounds = 0
+    if rounds < 1:
+        raise argparse.ArgumentTypeError(f"--rounds takes a positive whole number, got {text!r}")
+    return rounds
+
+
+def add_cli(commands: argparse._SubParsersAction) -> None:
+    """Registers the `bench` subcommand on an argparse subparsers object."""
+    parser = commands.add_parser("bench", help="time the native op against tf.custom_gradient and tf.identity")
+    parser.add_argument("--quick", action="store_true", help="three sizes (1K, 1M, 16M) and fewer rounds")
+    parser.add_argument("--dtype", default="float32", choices=DTYPES)
+    parser.add_argument("--out", metavar="DIR", help="write bench.json and bench.png here")
+    parser.add_argument("--sizes", type=_sizes_argument, help=table.SIZES_HELP + "; default 1K,64K,1M,16M,64M")
+    parser.add_argument("--rounds", type=_rounds_argument, help="interleaved rounds per case (default 41, --quick 11)")
+    parser.add_argument("--lambda", dest="lambda_kind", choices=("both",) + cases.LAMBDA_KINDS, default="both",
+                        help="time lambda as a tf.Variable, a Python float, or both (default)")
+    parser.add_argument("--no-memory", action="store_true", help="skip the backward-allocation measurement")
+    parser.add_argument("--no-dann", action="store_true", help="skip the DANN training-step case")
+    parser.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS,
+                        help="also show TensorFlow's own log lines (the profiler's, for the allocation count)")
+
+    def run_cli(args: argparse.Namespace) -> int:
+        lambdas = cases.LAMBDA_KINDS if args.lambda_kind == "both" else (args.lambda_kind,)
+        run(args.quick, args.dtype, args.out, sizes=args.sizes, rounds=args.rounds, memory=not args.no_memory,
+            dann=not args.no_dann, lambdas=lambdas, verbose=getattr(args, "verbose", False))
+        return 0
+
+    parser.set_defaults(run=run_cli)

@@ -1,0 +1,105 @@
+"""Timing: interleaved rounds of several implementations, and the result of
+one case with the statistics the table reports.
+
+A shared machine drifts: another process takes a core for a second, the
+clock steps down. Timing every implementation once per round, round after
+round, puts each one's samples side by side in time, so a ratio taken round
+by round (then the median of those) cancels the drift that a ratio of two
+separately measured medians would carry.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Optional
+
+import tensorflow as tf
+
+
+def sync() -> None:
+    """Waits for queued device work (GPU); a no-op on a CPU-only machine."""
+    if tf.config.list_logical_devices("GPU"):
+        tf.test.experimental.sync_devices()
+
+
+def interleaved(
+    calls: dict[str, Callable[[], object]], rounds: int, per_round: int = 1
+) -> dict[str, list[float]]:
+    """Times each callable `rounds` times, one round of all of them at a time,
+    each sample the mean of `per_round` back-to-back calls. Warms up first."""
+    for fn in calls.values():
+        fn()
+    sync()
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    for _ in range(rounds):
+        for name, fn in calls.items():
+            start = time.perf_counter()
+            for _ in range(per_round):
+                fn()
+            sync()
+            times[name].append((time.perf_counter() - start) / per_round)
+    return times
+
+
+def paired_ratio(numerator: list[float], denominator: list[float]) -> float:
+    """Median over rounds of numerator[i] / denominator[i] (samples of one round
+    were taken next to each other)."""
+    return statistics.median(n / d for n, d in zip(numerator, denominator))
+
+
+@dataclass
+class Result:
+    """One case: its samples (seconds per call) per implementation."""
+
+    case: str  # "fwd+bwd", "chain", "dann step"
+    mode: str  # "eager", "tf.function", "xla"
+    size: int  # elements (the batch for the DANN step)
+    dtype: str
+    lambda_kind: str = "variable"  # "variable" (a tf.Variable) or "float" (a Python number)
+    times: dict[str, list[float]] = field(default_factory=dict)
+    bytes_moved: int = 0  # by the backward (read dy + write dx); 0 where not bandwidth-bound
+    limit_gbps: Optional[float] = None  # the machine's read+write bandwidth on those bytes
+
+    @property
+    def floor(self) -> Optional[str]:
+        """The implementation that does no reversal: what a layer must at least cost."""
+        for name in ("identity+read", "identity", "no GRL"):
+            if name in self.times:
+                return name
+        return None
+
+    def median(self, impl: str) -> float:
+        return statistics.median(self.times[impl])
+
+    def ratio(self, numerator: str = "reference", denominator: str = "native") -> Optional[float]:
+        """Round-by-round ratio of two implementations' times (median of the rounds)."""
+        if numerator in self.times and denominator in self.times:
+            return paired_ratio(self.times[numerator], self.times[denominator])
+        return None
+
+    def over_floor(self) -> Optional[float]:
+        """native / floor, round by round."""
+        return self.ratio("native", self.floor) if self.floor else None
+
+    def native_gbps(self) -> Optional[float]:
+        """The backward's bytes over the median native forward+backward time."""
+        if not self.bytes_moved or "native" not in self.times:
+            return None
+        return self.bytes_moved / self.median("native") / 1e9
+
+    def fraction_of_limit(self) -> Optional[float]:
+        gbps = self.native_gbps()
+        return gbps / self.limit_gbps if gbps and self.limit_gbps else None
+
+    def summary(self) -> dict:
+        out = asdict(self)
+        out["floor"] = self.floor
+        out["median_s"] = {k: self.median(k) for k in self.times}
+        out["min_s"] = {k: min(v) for k, v in self.times.items()}
+        out["ratio_reference_over_native"] = self.ratio()
+        out["ratio_native_over_floor"] = self.over_floor()
+        out["native_backward_gbps"] = self.native_gbps()
+        out["native_fraction_of_limit"] = self.fraction_of_limit()
+        return out

@@ -1,0 +1,68 @@
+"""bench.png: time per forward+backward against size, log-log, one panel per
+kind of lambda, with the memory-bandwidth limit drawn as a hatched region
+(times below it are out of reach) under a dotted red edge, not as another
+data line; the axis spans the data, so the limit never stretches it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from grad_reverse.bench.measure import Result
+from grad_reverse.bench.table import LAMBDA_TITLES
+
+MODES = (("eager", ":"), ("tf.function", "-"), ("xla", "--"))
+COLORS = {"native": "tab:blue", "reference": "tab:orange", "floor": "tab:gray"}
+FLOOR_NOTE = "floor: tf.identity, plus one read of the Variable in eager mode"
+
+
+def _panel(ax, results: Sequence[Result], kind: str) -> None:
+    rows = [r for r in results if r.case == "fwd+bwd" and r.lambda_kind == kind]
+    times: list[float] = []
+    for mode, style in MODES:
+        mode_rows = sorted((r for r in rows if r.mode == mode), key=lambda r: r.size)
+        if not mode_rows:
+            continue
+        for impl, color in COLORS.items():
+            sizes = [r.size for r in mode_rows]
+            medians = [r.median(r.floor if impl == "floor" else impl) for r in mode_rows]
+            times += medians
+            label = f"{impl} ({mode})"
+            ax.plot(sizes, medians, style, color=color, marker="o", markersize=3, label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    if times:  # the axis spans the data; the limit region is clipped to it
+        ax.set_ylim(min(times) / 1.5, max(times) * 1.5)
+    limit_rows = sorted((r for r in rows if r.limit_gbps and r.mode == "tf.function"), key=lambda r: r.size)
+    if limit_rows:
+        sizes = [r.size for r in limit_rows]
+        floor_times = [r.bytes_moved / (r.limit_gbps * 1e9) for r in limit_rows]
+        ax.fill_between(sizes, ax.get_ylim()[0], floor_times, facecolor="mistyrose", edgecolor="tab:red",
+                        hatch="///", linewidth=0, label="out of reach: faster than the measured\n"
+                                                         "memory bandwidth allows the backward")
+        ax.plot(sizes, floor_times, color="tab:red", linewidth=2.5, linestyle=(0, (1, 1)))
+        ax.annotate("memory-bandwidth limit", (sizes[-1], floor_times[-1]), textcoords="offset points",
+                    xytext=(-4, 6), ha="right", fontsize=7, color="tab:red")
+    ax.set_title(LAMBDA_TITLES[kind].replace(" (what a schedule assigns; the default)", ""), fontsize=9)
+    ax.set_xlabel("elements")
+    ax.grid(True, which="both", alpha=0.3)
+
+
+def plot(results: Sequence[Result], path: Path, title: str) -> None:
+    """Writes the figure to `path` (needs matplotlib)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    kinds = [k for k in LAMBDA_TITLES if any(r.lambda_kind == k and r.case == "fwd+bwd" for r in results)]
+    fig, axes = plt.subplots(1, max(1, len(kinds)), figsize=(6.5 * max(1, len(kinds)), 6.5), squeeze=False)
+    for ax, kind in zip(axes[0], kinds):
+        _panel(ax, results, kind)
+    axes[0][0].set_ylabel("seconds per forward+backward (median)")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.suptitle(f"{title}\n{FLOOR_NOTE}", fontsize=10)
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=7, frameon=False)
+    fig.tight_layout(rect=(0, 0.17, 1, 1))
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
