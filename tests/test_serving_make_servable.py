@@ -186,6 +186,12 @@ def test_rewritten_model_passes_check_serving_command(rewritten, name):
 @pytest.mark.parametrize("name", [*MODELS, "gradients"])
 def test_rewritten_model_has_no_grad_reverse_op_anywhere(rewritten, name):
     assert not set(rewrite.REPLACED_OP_TYPES) & all_op_types(rewritten[name]["dst"])
+    # The MetaGraph's own list of the op types it uses says so too.
+    for meta_graph in serving.read_saved_model(rewritten[name]["dst"]).meta_graphs:
+        listed = {op.name for op in meta_graph.meta_info_def.stripped_op_list.op}
+        assert not set(rewrite.REPLACED_OP_TYPES) & listed
+        if name != "already_servable":
+            assert "Identity" in listed
 
 
 @pytest.mark.parametrize("name", [*MODELS, "gradients"])
@@ -462,3 +468,22 @@ def test_failed_check_exits_1_and_writes_no_dst(capsys, monkeypatch, tmp_path, s
     code, _, err = run_cli(capsys, small_export, tmp_path / "dst", "--no-verify")
     assert code == 1 and "make-servable: FAIL:" in err and "MatMul" in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_serving_cli_module_needs_only_argparse(tmp_path):
+    """The package CLI registers the serving commands without importing TensorFlow."""
+    code = """
+import argparse, importlib.util, sys
+spec = importlib.util.spec_from_file_location("serving_cli", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+parser = argparse.ArgumentParser()
+module.add_cli(parser.add_subparsers(dest="command"))
+args = parser.parse_args(["make-servable", "a", "b", "--overwrite", "--no-verify"])
+assert (args.src, args.dst, args.overwrite, args.verify) == ("a", "b", True, False), args
+assert parser.parse_args(["check-serving", "p"]).tags == "serve"
+print(sorted(m for m in sys.modules if m.split(".")[0] in ("tensorflow", "numpy", "grad_reverse")))
+"""
+    result = subprocess.run([sys.executable, "-c", code, cli.__file__], capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
