@@ -24,7 +24,7 @@ import tensorflow as tf
 import grad_reverse
 from grad_reverse import serving
 from grad_reverse.serving import cli, rewrite, servable, verify
-from test_serving import X, keras_dann, run_runner, runner, runner_outputs  # noqa: F401 (fixture)
+from test_serving import X, keras_dann, runner, runner_outputs  # noqa: F401 (fixture)
 
 LAMBDA = 0.3  # not exact in binary: the gradient rewrite must round like the kernel
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
@@ -186,6 +186,12 @@ def test_rewritten_model_passes_check_serving_command(rewritten, name):
 @pytest.mark.parametrize("name", [*MODELS, "gradients"])
 def test_rewritten_model_has_no_grad_reverse_op_anywhere(rewritten, name):
     assert not set(rewrite.REPLACED_OP_TYPES) & all_op_types(rewritten[name]["dst"])
+    # The MetaGraph's own list of the op types it uses says so too.
+    for meta_graph in serving.read_saved_model(rewritten[name]["dst"]).meta_graphs:
+        listed = {op.name for op in meta_graph.meta_info_def.stripped_op_list.op}
+        assert not set(rewrite.REPLACED_OP_TYPES) & listed
+        if name != "already_servable":
+            assert "Identity" in listed
 
 
 @pytest.mark.parametrize("name", [*MODELS, "gradients"])
@@ -323,16 +329,43 @@ def test_gradient_rewrite_rounds_like_the_kernel_in_every_dtype(rewritten):
 # ------------------------------------------------------- the C++ loader ----
 
 
-@pytest.mark.parametrize("name", ["keras_model_export", "control_flow", "tf1_builder"])
+def run_cpp(runner, export: Path, key: str, x: np.ndarray, library: bool) -> subprocess.CompletedProcess:
+    args = [str(runner)]
+    if library:
+        from grad_reverse import _loader
+
+        args += ["--library", str(_loader.PACKAGE_DIR / _loader.LIBRARY_NAME)]
+    values = ",".join(repr(float(v)) for v in x.ravel())
+    args += [str(export), f"{key}={','.join(map(str, x.shape))}:{values}"]
+    return subprocess.run(args, capture_output=True, text=True, env=ENV, timeout=300)
+
+
+# name: (input key, input dtype, whether SRC holds the op). Not
+# keras_saved_model_save: TensorFlow's C++ loader cannot run a Keras 3 model
+# saved with tf.saved_model.save even without our op (a one-Dense model fails
+# with "Could not find variable label/kernel", TF 2.21 / Keras 3.15.1);
+# Python's loader runs it, and its rewrite is tested above.
+CPP_MODELS = {
+    "keras_model_export": ("x", np.float32, True),
+    "control_flow": ("x", np.float16, True),
+    "tf1_builder": ("x", np.float32, True),
+    "already_servable": ("x", np.float32, False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CPP_MODELS))
 def test_cpp_loader_runs_dst_without_library_like_src_with_it(runner, rewritten, name):
-    x = X.astype(np.float16) if name == "control_flow" else X
-    without = run_runner(runner, rewritten[name]["src"], x, library=False)
-    assert without.returncode != 0 and "Op type not registered 'GradReverse'" in without.stderr
-    expected = runner_outputs(run_runner(runner, rewritten[name]["src"], x, library=True))
-    actual = runner_outputs(run_runner(runner, rewritten[name]["dst"], x, library=False))
+    key, dtype, has_op = CPP_MODELS[name]
+    x = X.astype(dtype)
+    src, dst = rewritten[name]["src"], rewritten[name]["dst"]
+    if has_op:
+        without = run_cpp(runner, src, key, x, library=False)
+        assert without.returncode != 0 and "Op type not registered 'GradReverse'" in without.stderr
+    expected = runner_outputs(run_cpp(runner, src, key, x, library=True))
+    actual = runner_outputs(run_cpp(runner, dst, key, x, library=False))
     assert sorted(actual) == sorted(expected)
-    for key in expected:
-        assert actual[key].tobytes() == expected[key].tobytes(), key
+    for output in expected:
+        assert actual[output].tobytes() == expected[output].tobytes(), output
 
 
 # ------------------------------------------------------------ bad inputs ----
@@ -462,3 +495,22 @@ def test_failed_check_exits_1_and_writes_no_dst(capsys, monkeypatch, tmp_path, s
     code, _, err = run_cli(capsys, small_export, tmp_path / "dst", "--no-verify")
     assert code == 1 and "make-servable: FAIL:" in err and "MatMul" in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_serving_cli_module_needs_only_argparse(tmp_path):
+    """The package CLI registers the serving commands without importing TensorFlow."""
+    code = """
+import argparse, importlib.util, sys
+spec = importlib.util.spec_from_file_location("serving_cli", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+parser = argparse.ArgumentParser()
+module.add_cli(parser.add_subparsers(dest="command"))
+args = parser.parse_args(["make-servable", "a", "b", "--overwrite", "--no-verify"])
+assert (args.src, args.dst, args.overwrite, args.verify) == ("a", "b", True, False), args
+assert parser.parse_args(["check-serving", "p"]).tags == "serve"
+print(sorted(m for m in sys.modules if m.split(".")[0] in ("tensorflow", "numpy", "grad_reverse")))
+"""
+    result = subprocess.run([sys.executable, "-c", code, cli.__file__], capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"

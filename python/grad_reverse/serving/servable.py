@@ -82,7 +82,11 @@ def make_servable(
     proto = read_saved_model(src_path)
     check_variables(src_path, proto)
     _check_destination(src_path, dst_path, overwrite)
-    report = ServableReport(str(src), str(dst), changes=rewrite.rewrite_saved_model(proto))
+    try:
+        changes = rewrite.rewrite_saved_model(proto)
+    except ValueError as error:  # a node this rewriter does not understand
+        raise SavedModelError(src, f"cannot rewrite: {error}") from None
+    report = ServableReport(str(src), str(dst), changes=changes)
     print(f"make-servable: {src} -> {dst}", file=out)
     _print_changes(report, out)
 
