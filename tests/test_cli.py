@@ -51,7 +51,9 @@ def test_our_commands_help_without_importing_tensorflow(command):
     assert result.stdout.startswith(f"usage: python -m grad_reverse {command}")
     assert "--verbose" in result.stdout
     modules = imported_modules(result.stderr)
-    assert "tensorflow" not in modules, command
+    # TensorFlow 2.21's importtime output lists tensorflow.python.* but not
+    # the `tensorflow` package line itself: look for any of its modules.
+    assert not {m for m in modules if m.split(".")[0] == "tensorflow"}, command
 
 
 def test_every_table_module_is_a_module_of_the_package():

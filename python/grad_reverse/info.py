@@ -1,18 +1,21 @@
-"""What `python -m grad_reverse info` reports: versions, library, kernels."""
+"""What `python -m grad_reverse info` reports: versions, library, kernels.
+
+TensorFlow and the op library are imported when the report is made, not when
+this module is (so `info --help` needs neither)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import tensorflow as tf
-
-import grad_reverse
-from grad_reverse import _loader
-from grad_reverse._gpu_support import missing_gpu_kernels_message
-from grad_reverse._xla import kernel_devices
-
 
 def collect() -> dict[str, Any]:
+    import tensorflow as tf
+
+    import grad_reverse
+    from grad_reverse import _loader
+    from grad_reverse._gpu_support import missing_gpu_kernels_message
+    from grad_reverse._xla import kernel_devices
+
     build = grad_reverse.BUILD_INFO
     tf.zeros([])  # creates the devices, which registers the XLA kernels
     gpus = [d.name for d in tf.config.list_physical_devices("GPU")]
