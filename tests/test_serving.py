@@ -19,6 +19,7 @@ import pytest
 import tensorflow as tf
 
 import grad_reverse
+from grad_reverse._keras import KERAS_3
 from grad_reverse import _loader, serving
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -85,13 +86,23 @@ def keras_dann(lambda_: float = KERAS_LAMBDA) -> keras.Model:
     return keras.Model(inputs, {"label": label, "domain": domain})
 
 
+# Keras 2 (TensorFlow 2.15) exports silently and takes no `verbose`.
+QUIET_EXPORT = {"verbose": False} if KERAS_3 else {}
+
+
+def keras_export(model: keras.Model, path: Path) -> Path:
+    """`model.export(path)`, without Keras 3's printed summary."""
+    model.export(str(path), **QUIET_EXPORT)
+    return path
+
+
 def keras_export_with_op(model: keras.Model, path: Path) -> Path:
     """The Keras model as a SavedModel whose `call_training` endpoint keeps the op."""
     archive = keras.export.ExportArchive()
     archive.track(model)
     spec = [tf.TensorSpec([None, 3], tf.float32, name="x")]
     archive.add_endpoint("call_training", lambda x: model(x, training=True), spec)
-    archive.write_out(str(path), verbose=False)
+    archive.write_out(str(path), **QUIET_EXPORT)
     return path
 
 
@@ -101,7 +112,7 @@ def exports(tmp_path_factory):
     module = DomainModule()
     model = keras_dann()
     model_export = root / "keras_model_export"
-    model.export(str(model_export), verbose=False)
+    keras_export(model, model_export)
     serving_export = root / "keras_serving"
     serving.export_serving(model, serving_export)
     return {

@@ -24,7 +24,7 @@ import tensorflow as tf
 import grad_reverse
 from grad_reverse import serving
 from grad_reverse.serving import cli, rewrite, servable, verify
-from test_serving import X, keras_dann, runner, runner_outputs  # noqa: F401 (fixture)
+from test_serving import X, keras_dann, keras_export, runner, runner_outputs  # noqa: F401 (fixture)
 
 LAMBDA = 0.3  # not exact in binary: the gradient rewrite must round like the kernel
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
@@ -152,7 +152,7 @@ def rewritten(tmp_path_factory):
     model = keras_dann(lambda_=LAMBDA)
     sources = {}
     sources["keras_model_export"] = root / "keras_model_export"
-    model.export(str(sources["keras_model_export"]), verbose=False)
+    keras_export(model, sources["keras_model_export"])
     sources["keras_saved_model_save"] = root / "keras_saved_model_save"
     tf.saved_model.save(model, str(sources["keras_saved_model_save"]))
     sources["control_flow"] = save_control_flow(root / "control_flow")
@@ -374,7 +374,7 @@ def test_cpp_loader_runs_dst_without_library_like_src_with_it(runner, rewritten,
 @pytest.fixture(scope="module")
 def small_export(tmp_path_factory):
     path = tmp_path_factory.mktemp("small") / "export"
-    keras_dann().export(str(path), verbose=False)
+    keras_export(keras_dann(), path)
     return path
 
 
@@ -480,7 +480,7 @@ def test_verify_reports_outputs_that_differ(tmp_path, small_export):
     other = tmp_path / "other"
     model = keras_dann()
     model.get_layer("label").kernel.assign(model.get_layer("label").kernel + 1.0)
-    model.export(str(tmp_path / "with_op"), verbose=False)
+    keras_export(model, tmp_path / "with_op")
     serving.make_servable(tmp_path / "with_op", other, verify=False, out=io.StringIO())
     meta_graph = serving.read_saved_model(small_export).meta_graphs[0]
     results = verify.verify(small_export, other, meta_graph, ["serve"])

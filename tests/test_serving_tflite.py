@@ -13,7 +13,7 @@ import pytest
 import tensorflow as tf
 
 from grad_reverse import serving
-from test_serving import keras_dann
+from test_serving import keras_dann, keras_export
 
 
 def tflite_interpreter_class():
@@ -32,7 +32,7 @@ def test_rewritten_keras_export_converts_to_tflite_and_matches_the_saved_model(t
     interpreter_class = tflite_interpreter_class()
     if converter_class is None or interpreter_class is None:
         pytest.skip("this TensorFlow has no tf.lite converter/interpreter; `pip install ai-edge-litert`")
-    keras_dann().export(str(tmp_path / "with_op"), verbose=False)
+    keras_export(keras_dann(), tmp_path / "with_op")
     dst = tmp_path / "servable"
     serving.make_servable(tmp_path / "with_op", dst, verify=False, out=io.StringIO())
 
