@@ -225,10 +225,10 @@ def test_non_finite_variable_lambda_is_invalid_argument_at_run_time(lambda_):
 
     step(tf.ones([2]))
     variable.assign(lambda_)
-    with pytest.raises(tf.errors.InvalidArgumentError, match="lambda must be finite"):
+    with pytest.raises(tf.errors.InvalidArgumentError, match="lambda_ must be finite"):
         step(tf.ones([2]))
     # the backward kernel checks too
-    with pytest.raises(tf.errors.InvalidArgumentError, match="lambda must be finite"):
+    with pytest.raises(tf.errors.InvalidArgumentError, match="lambda_ must be finite"):
         grad_reverse.ops._library.grad_reverse_grad(tf.ones([2]), tf.constant(lambda_))
 
 
@@ -243,7 +243,7 @@ def test_non_scalar_lambda_of_unknown_static_shape_fails_in_the_kernel():
     def step(lambda_):
         return grad_reverse.grad_reverse(tf.ones([2]), lambda_)
 
-    with pytest.raises(tf.errors.InvalidArgumentError, match=r"lambda must be a scalar.*\[2\]"):
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"lambda_ must be a scalar.*\[2\]"):
         step(tf.ones([2]))
 
 
