@@ -115,14 +115,38 @@ def test_every_length_and_misalignment_on_every_cpu_path(cpu_path, dtype):
             x = base[offset:offset + n]
             want = portable_result(x, 0.3)
             _kernels.set_cpu_path(cpu_path)
-            out_buffer = np.full(n + 8, 7, dtype)
-            _kernels.neg_scale_cpu(x, 0.3, out=out_buffer[1:n + 1])
-            assert_same_bits(out_buffer[1:n + 1], want)
-            assert_same_bits(out_buffer[n + 1:], np.full(7, 7, dtype))
-            assert_same_bits(out_buffer[:1], np.full(1, 7, dtype))
+            for streaming in (False, True):
+                out_buffer = np.full(n + 8, 7, dtype)
+                _kernels.neg_scale_cpu(x, 0.3, out=out_buffer[1:n + 1], streaming=streaming)
+                assert_same_bits(out_buffer[1:n + 1], want)
+                assert_same_bits(out_buffer[n + 1:], np.full(7, 7, dtype))
+                assert_same_bits(out_buffer[:1], np.full(1, 7, dtype))
             work = base.copy()[offset:offset + n]
             _kernels.neg_scale_cpu(work, 0.3, out=work)
             assert_same_bits(work, want)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_TYPES + HALF_TYPES)
+def test_streaming_stores_give_the_same_bits_at_every_alignment(cpu_path, dtype):
+    """Streaming stores work on whole aligned 4 KiB blocks between a head and
+    a tail of regular stores: lengths around those boundaries, element and
+    byte offsets (a byte offset leaves no aligned element: regular stores)."""
+    rng = np.random.default_rng(2)
+    size = np.dtype(dtype).itemsize
+    x = (rng.standard_normal(3 * 4096) * 100).astype(dtype)
+    raw = np.zeros((x.size + 64) * size + 1, np.uint8)
+    for byte_offset in (0, size, 3 * size, 64 - size, 1):
+        for n in (4096 // size - 1, 4096 // size, 4096 // size + 1, 2 * 4096 // size + 5, x.size):
+            want = portable_result(x[:n], -2.0)
+            _kernels.set_cpu_path(cpu_path)
+            out = raw[byte_offset:byte_offset + n * size].view(dtype)
+            _kernels.neg_scale_cpu(x[:n], -2.0, out=out, streaming=True)
+            assert_same_bits(out, want)
+
+
+def test_large_out_of_place_arrays_take_the_streaming_default(cpu_path):
+    x = np.arange(1 << 23, dtype=np.float32) - 1000.5  # 32 MiB
+    assert_same_bits(_kernels.neg_scale_cpu(x, 0.25), x * np.float32(-0.25))
 
 
 def test_cpu_paths_start_portable_and_the_default_is_the_fastest():

@@ -308,7 +308,9 @@ def test_every_16_bit_value_matches_the_reference_on_every_cpu_path(op_cpu_path,
         assert_matches_with_any_nan(graph_backward(dy, tf.constant(lambda_)), want)
 
 
-@pytest.mark.parametrize("n", [1, 31, 1000, 1 << 18 | 7])
+# (1 << 22) + 7: 16 MiB and more for float32 and float64, out of place, so the
+# kernel writes with streaming stores.
+@pytest.mark.parametrize("n", [1, 31, 1000, 1 << 18 | 7, (1 << 22) + 7])
 def test_every_dtype_and_odd_length_matches_the_reference_on_every_cpu_path(op_cpu_path, dtype, n):
     dy = random_tensor([n], dtype, seed=n)
     want = reference.reverse_gradient(dy, tf.constant(0.3))

@@ -56,8 +56,18 @@ std::string CpuPathError();
 // unsupported name.
 bool ForceCpuPath(const std::string& name);
 
-// The kernel of the active path for `dtype`.
-NegScaleFn NegScaleCpuFunction(DType dtype);
+// The kernel of the active path for `dtype`; with `streaming_stores`, its
+// variant that writes with non-temporal stores (the portable path has none).
+NegScaleFn NegScaleCpuFunction(DType dtype, bool streaming_stores = false);
+
+// Outputs at least this large go to memory with streaming stores: they do not
+// fit the caches a shard's core shares, so the stores need not read the
+// output's cache lines first (a third of the bytes a regular pass moves).
+constexpr int64_t kStreamingStoresMinBytes = int64_t{16} << 20;
+
+// Whether the kernel should write `bytes` bytes to `out` with streaming
+// stores: out of place and at least kStreamingStoresMinBytes.
+bool UseStreamingStores(const void* in, const void* out, int64_t bytes);
 
 }  // namespace grad_reverse
 

@@ -45,7 +45,7 @@ constexpr KernelRow kPortableRow = {
     NativePortable<double>,
 };
 
-const NegScaleFn* KernelsOf(CpuPath path) {
+const NegScaleFn* KernelsOf(CpuPath path, bool streaming_stores) {
 #if GRAD_REVERSE_X86_PATHS
   static constexpr KernelRow kAvx2Row = {x86::HalfAvx2, x86::BFloat16Avx2, x86::FloatAvx2,
                                          x86::DoubleAvx2};
@@ -53,18 +53,28 @@ const NegScaleFn* KernelsOf(CpuPath path) {
                                            x86::FloatAvx512, x86::DoubleAvx512};
   static constexpr KernelRow kAvx512Bf16Row = {x86::HalfAvx512, x86::BFloat16Avx512Bf16,
                                                x86::FloatAvx512, x86::DoubleAvx512};
+  static constexpr KernelRow kAvx2StreamingRow = {
+      x86::HalfAvx2Streaming, x86::BFloat16Avx2Streaming, x86::FloatAvx2Streaming,
+      x86::DoubleAvx2Streaming};
+  static constexpr KernelRow kAvx512StreamingRow = {
+      x86::HalfAvx512Streaming, x86::BFloat16Avx512Streaming, x86::FloatAvx512Streaming,
+      x86::DoubleAvx512Streaming};
+  static constexpr KernelRow kAvx512Bf16StreamingRow = {
+      x86::HalfAvx512Streaming, x86::BFloat16Avx512Bf16Streaming, x86::FloatAvx512Streaming,
+      x86::DoubleAvx512Streaming};
   switch (path) {
     case CpuPath::kAvx2:
-      return kAvx2Row;
+      return streaming_stores ? kAvx2StreamingRow : kAvx2Row;
     case CpuPath::kAvx512:
-      return kAvx512Row;
+      return streaming_stores ? kAvx512StreamingRow : kAvx512Row;
     case CpuPath::kAvx512Bf16:
-      return kAvx512Bf16Row;
+      return streaming_stores ? kAvx512Bf16StreamingRow : kAvx512Bf16Row;
     case CpuPath::kPortable:
       break;
   }
 #endif
   (void)path;
+  (void)streaming_stores;
   return kPortableRow;
 }
 
@@ -183,8 +193,12 @@ bool ForceCpuPath(const std::string& name) {
   return true;
 }
 
-NegScaleFn NegScaleCpuFunction(DType dtype) {
-  return KernelsOf(ActiveCpuPath())[static_cast<int>(dtype)];
+NegScaleFn NegScaleCpuFunction(DType dtype, bool streaming_stores) {
+  return KernelsOf(ActiveCpuPath(), streaming_stores)[static_cast<int>(dtype)];
+}
+
+bool UseStreamingStores(const void* in, const void* out, int64_t bytes) {
+  return in != out && bytes >= kStreamingStoresMinBytes;
 }
 
 int DTypeSize(DType dtype) {
@@ -201,7 +215,8 @@ int DTypeSize(DType dtype) {
 }
 
 void NegScaleCpu(const void* in, void* out, int64_t n, float lambda, DType dtype) {
-  NegScaleCpuFunction(dtype)(in, out, n, -lambda);
+  const bool streaming = UseStreamingStores(in, out, n * DTypeSize(dtype));
+  NegScaleCpuFunction(dtype, streaming)(in, out, n, -lambda);
 }
 
 }  // namespace grad_reverse

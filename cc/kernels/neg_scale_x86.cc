@@ -286,6 +286,89 @@ GRAD_REVERSE_AVX512_BF16 void BFloat16Avx512Bf16(const void* in, void* out, int6
                      BFloat16sToFloats(), FloatsToBFloat16sBf16());
 }
 
+// ------------------------------------------------------ streaming stores ----
+//
+// For a large output written out of place: the kernel computes each 4 KiB
+// block into a scratch buffer that stays in L1, and the block goes to memory
+// with non-temporal stores. A regular store first reads the output's cache
+// line from memory (read for ownership); a non-temporal one does not, so the
+// pass moves two thirds of the bytes, and the output does not evict the
+// caches' contents (it would not fit in them anyway).
+
+namespace {
+
+constexpr int64_t kScratchBytes = 4096;
+
+using Kernel = void (*)(const void*, void*, int64_t, float);
+
+template <typename CopyBlock>
+inline void Streaming(Kernel kernel, int element_size, const void* in_v, void* out_v,
+                      int64_t n, float scale, int alignment, CopyBlock copy_block) {
+  // Non-temporal stores need `alignment`-byte aligned addresses.
+  const auto* in = static_cast<const unsigned char*>(in_v);
+  auto* out = static_cast<unsigned char*>(out_v);
+  const uintptr_t address = reinterpret_cast<uintptr_t>(out);
+  if (address % element_size != 0) {  // cannot reach an aligned element
+    kernel(in, out, n, scale);
+    return;
+  }
+  const int64_t misalignment = static_cast<int64_t>(address % alignment);
+  const int64_t head = misalignment == 0 ? 0 : (alignment - misalignment) / element_size;
+  if (head >= n) {
+    kernel(in, out, n, scale);
+    return;
+  }
+  kernel(in, out, head, scale);
+  const int64_t block = kScratchBytes / element_size;
+  alignas(64) unsigned char scratch[kScratchBytes];
+  int64_t i = head;
+  for (; i + block <= n; i += block) {
+    kernel(in + i * element_size, scratch, block, scale);
+    copy_block(scratch, out + i * element_size);
+  }
+  kernel(in + i * element_size, out + i * element_size, n - i, scale);
+}
+
+struct CopyBlockAvx2 {
+  GRAD_REVERSE_AVX2 void operator()(const unsigned char* scratch, unsigned char* out) const {
+    for (int64_t b = 0; b < kScratchBytes; b += 32) {
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(out + b),
+                          _mm256_load_si256(reinterpret_cast<const __m256i*>(scratch + b)));
+    }
+  }
+};
+
+struct CopyBlockAvx512 {
+  GRAD_REVERSE_AVX512 void operator()(const unsigned char* scratch, unsigned char* out) const {
+    for (int64_t b = 0; b < kScratchBytes; b += 64) {
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(out + b),
+                          _mm512_load_si512(reinterpret_cast<const void*>(scratch + b)));
+    }
+  }
+};
+
+}  // namespace
+
+// The streaming variants of the kernels above. The fence orders the
+// non-temporal stores before whatever the caller does next (e.g. tell another
+// thread the output is ready).
+#define GRAD_REVERSE_STREAMING(Name, Target, CopyBlock, ElementSize)              \
+  Target void Name##Streaming(const void* in, void* out, int64_t n, float scale) { \
+    Streaming(Name, ElementSize, in, out, n, scale, 64, CopyBlock());               \
+    _mm_sfence();                                                                   \
+  }
+
+GRAD_REVERSE_STREAMING(HalfAvx2, GRAD_REVERSE_AVX2, CopyBlockAvx2, 2)
+GRAD_REVERSE_STREAMING(BFloat16Avx2, GRAD_REVERSE_AVX2, CopyBlockAvx2, 2)
+GRAD_REVERSE_STREAMING(FloatAvx2, GRAD_REVERSE_AVX2, CopyBlockAvx2, 4)
+GRAD_REVERSE_STREAMING(DoubleAvx2, GRAD_REVERSE_AVX2, CopyBlockAvx2, 8)
+GRAD_REVERSE_STREAMING(HalfAvx512, GRAD_REVERSE_AVX512, CopyBlockAvx512, 2)
+GRAD_REVERSE_STREAMING(BFloat16Avx512, GRAD_REVERSE_AVX512, CopyBlockAvx512, 2)
+GRAD_REVERSE_STREAMING(FloatAvx512, GRAD_REVERSE_AVX512, CopyBlockAvx512, 4)
+GRAD_REVERSE_STREAMING(DoubleAvx512, GRAD_REVERSE_AVX512, CopyBlockAvx512, 8)
+GRAD_REVERSE_STREAMING(BFloat16Avx512Bf16, GRAD_REVERSE_AVX512_BF16, CopyBlockAvx512, 2)
+#undef GRAD_REVERSE_STREAMING
+
 }  // namespace x86
 }  // namespace grad_reverse
 

@@ -36,6 +36,18 @@ void DoubleAvx512(const void* in, void* out, int64_t n, float scale);
 
 void BFloat16Avx512Bf16(const void* in, void* out, int64_t n, float scale);
 
+// The same results, written with non-temporal (streaming) stores: for a large
+// output that is not the input.
+void HalfAvx2Streaming(const void* in, void* out, int64_t n, float scale);
+void BFloat16Avx2Streaming(const void* in, void* out, int64_t n, float scale);
+void FloatAvx2Streaming(const void* in, void* out, int64_t n, float scale);
+void DoubleAvx2Streaming(const void* in, void* out, int64_t n, float scale);
+void HalfAvx512Streaming(const void* in, void* out, int64_t n, float scale);
+void BFloat16Avx512Streaming(const void* in, void* out, int64_t n, float scale);
+void FloatAvx512Streaming(const void* in, void* out, int64_t n, float scale);
+void DoubleAvx512Streaming(const void* in, void* out, int64_t n, float scale);
+void BFloat16Avx512Bf16Streaming(const void* in, void* out, int64_t n, float scale);
+
 }  // namespace x86
 }  // namespace grad_reverse
 #endif  // GRAD_REVERSE_X86_PATHS

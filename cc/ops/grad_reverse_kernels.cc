@@ -102,8 +102,10 @@ struct OnCpu {
     const std::string path_error = grad_reverse::CpuPathError();
     OP_REQUIRES(ctx, path_error.empty(),
                 absl::FailedPreconditionError(path_error));
+    const bool streaming = grad_reverse::UseStreamingStores(
+        dy.data(), dx->data(), dy.NumElements() * sizeof(T));
     const grad_reverse::NegScaleFn kernel =
-        grad_reverse::NegScaleCpuFunction(KernelDType<T>());
+        grad_reverse::NegScaleCpuFunction(KernelDType<T>(), streaming);
     const float scale = -lambda;
     const char* in = static_cast<const char*>(dy.data());
     char* out = static_cast<char*>(dx->data());

@@ -57,7 +57,8 @@ void SetCpuPath(const std::string& name) {
   }
 }
 
-py::array NegScaleCpu(const py::array& in, float lambda, py::object out_obj) {
+py::array NegScaleCpu(const py::array& in, float lambda, py::object out_obj,
+                      py::object streaming_obj) {
   CheckCpuPath();
   const DType dtype = DTypeOfArray(in);
   if (!(in.flags() & py::array::c_style)) {
@@ -75,9 +76,14 @@ py::array NegScaleCpu(const py::array& in, float lambda, py::object out_obj) {
   const void* src = in.data();
   void* dst = out.mutable_data();
   const int64_t n = in.size();
-  {
+  if (streaming_obj.is_none()) {
     py::gil_scoped_release release;
     grad_reverse::NegScaleCpu(src, dst, n, lambda, dtype);
+  } else {
+    const grad_reverse::NegScaleFn kernel =
+        grad_reverse::NegScaleCpuFunction(dtype, streaming_obj.cast<bool>());
+    py::gil_scoped_release release;
+    kernel(src, dst, n, -lambda);
   }
   return out;
 }
@@ -154,10 +160,12 @@ void NegScaleCuda(const py::object& in_obj, const py::object& out_obj,
 PYBIND11_MODULE(_kernels, m) {
   m.doc() = "GradReverseGrad kernels (out = -lambda * in) on raw buffers, without TensorFlow.";
   m.def("neg_scale_cpu", &NegScaleCpu, py::arg("x"), py::arg("lambda_"),
-        py::arg("out") = py::none(),
+        py::arg("out") = py::none(), py::arg("streaming") = py::none(),
         "out = -lambda_ * x on the CPU (single thread, on the path cpu_path() names) for a "
         "C-contiguous numpy array of float16, ml_dtypes.bfloat16, float32 or float64. `out` "
-        "may be `x` (in place). half/bfloat16 are computed in float and rounded once.");
+        "may be `x` (in place). half/bfloat16 are computed in float and rounded once. "
+        "streaming: None picks the stores as TensorFlow's kernel does (non-temporal for an "
+        "output of 16 MiB or more that is not x); True/False force them (tests).");
   m.def("cpu_path", &ActiveCpuPathName,
         "The CPU kernel path in use: 'portable', 'avx2', 'avx512' or 'avx512bf16'; the "
         "fastest this CPU supports unless GRAD_REVERSE_CPU_PATH (read once) or set_cpu_path "
