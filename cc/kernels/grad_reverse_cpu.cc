@@ -19,18 +19,16 @@ namespace {
 // ------------------------------------------------------------ portable ----
 
 template <typename T>
-void NativePortable(const void* in_v, void* out_v, int64_t n, float scale) {
-  const T* in = static_cast<const T*>(in_v);
-  T* out = static_cast<T*>(out_v);
+void NativePortable(const void* in, void* out, int64_t n, float scale) {
   const T s = static_cast<T>(scale);
-  for (int64_t i = 0; i < n; ++i) out[i] = in[i] * s;
+  for (int64_t i = 0; i < n; ++i) StoreAt<T>(out, i, LoadAt<T>(in, i) * s);
 }
 
 template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float)>
-void SixteenBitPortable(const void* in_v, void* out_v, int64_t n, float scale) {
-  const uint16_t* in = static_cast<const uint16_t*>(in_v);
-  uint16_t* out = static_cast<uint16_t*>(out_v);
-  for (int64_t i = 0; i < n; ++i) out[i] = FromFloat(ToFloat(in[i]) * scale);
+void SixteenBitPortable(const void* in, void* out, int64_t n, float scale) {
+  for (int64_t i = 0; i < n; ++i) {
+    StoreAt<uint16_t>(out, i, FromFloat(ToFloat(LoadAt<uint16_t>(in, i)) * scale));
+  }
 }
 
 // ------------------------------------------------------------ dispatch ----

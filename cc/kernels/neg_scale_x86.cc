@@ -89,7 +89,7 @@ GRAD_REVERSE_AVX2 void HalfAvx2(const void* in_v, void* out_v, int64_t n, float 
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), ra);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i + 8), rb);
   }
-  for (; i < n; ++i) out[i] = FloatToHalf(HalfToFloat(in[i]) * scale);
+  for (; i < n; ++i) StoreAt<uint16_t>(out, i, FloatToHalf(HalfToFloat(LoadAt<uint16_t>(in, i)) * scale));
 }
 
 GRAD_REVERSE_AVX2 void BFloat16Avx2(const void* in_v, void* out_v, int64_t n, float scale) {
@@ -108,7 +108,9 @@ GRAD_REVERSE_AVX2 void BFloat16Avx2(const void* in_v, void* out_v, int64_t n, fl
     // packus works within 128-bit lanes, undoing the unpacks' lane order.
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm256_packus_epi32(rlo, rhi));
   }
-  for (; i < n; ++i) out[i] = FloatToBFloat16(BFloat16ToFloat(in[i]) * scale);
+  for (; i < n; ++i) {
+    StoreAt<uint16_t>(out, i, FloatToBFloat16(BFloat16ToFloat(LoadAt<uint16_t>(in, i)) * scale));
+  }
 }
 
 GRAD_REVERSE_AVX2 void FloatAvx2(const void* in_v, void* out_v, int64_t n, float scale) {
@@ -124,7 +126,7 @@ GRAD_REVERSE_AVX2 void FloatAvx2(const void* in_v, void* out_v, int64_t n, float
     _mm256_storeu_ps(out + i + 16, _mm256_mul_ps(c, s));
     _mm256_storeu_ps(out + i + 24, _mm256_mul_ps(d, s));
   }
-  for (; i < n; ++i) out[i] = in[i] * scale;
+  for (; i < n; ++i) StoreAt<float>(out, i, LoadAt<float>(in, i) * scale);
 }
 
 GRAD_REVERSE_AVX2 void DoubleAvx2(const void* in_v, void* out_v, int64_t n, float scale) {
@@ -141,7 +143,7 @@ GRAD_REVERSE_AVX2 void DoubleAvx2(const void* in_v, void* out_v, int64_t n, floa
     _mm256_storeu_pd(out + i + 8, _mm256_mul_pd(c, s));
     _mm256_storeu_pd(out + i + 12, _mm256_mul_pd(d, s));
   }
-  for (; i < n; ++i) out[i] = in[i] * scale_d;
+  for (; i < n; ++i) StoreAt<double>(out, i, LoadAt<double>(in, i) * scale_d);
 }
 
 // --------------------------------------------------------------- AVX-512 ----
