@@ -1,7 +1,11 @@
 """The framework-free kernels through the pybind11 module: on numpy arrays
-here, on CuPy arrays where a GPU exists (the same checks as scripts/gpu_check.py)."""
+here, on CuPy arrays where a GPU exists (the same checks as scripts/gpu_check.py).
+
+The CPU checks run on every CPU path (cc/kernels/cpu_paths.h) this machine
+supports, forced with `_kernels.set_cpu_path`; the portable path runs everywhere."""
 
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -47,19 +51,155 @@ def assert_same(actual: np.ndarray, wanted: np.ndarray) -> None:
     np.testing.assert_array_equal(actual.view(uint)[keep], wanted.view(uint)[keep])
 
 
+ALL_CPU_PATHS = ["portable", "avx2", "avx512", "avx512bf16"]
+# Besides LAMBDAS: products in the float subnormal range (where AVX-512 BF16's
+# conversion would flush to zero) and overflowing ones.
+EDGE_LAMBDAS = [2.0**-100, 3e38]
+
+
+@pytest.fixture(params=ALL_CPU_PATHS)
+def cpu_path(request):
+    """Forces each CPU path in turn (skipping those this CPU lacks), then
+    restores the default choice."""
+    if request.param not in _kernels.cpu_paths():
+        pytest.skip(f"this CPU does not support the {request.param} path")
+    _kernels.set_cpu_path(request.param)
+    yield request.param
+    _kernels.set_cpu_path("auto")
+
+
+def portable_result(x: np.ndarray, lambda_: float) -> np.ndarray:
+    _kernels.set_cpu_path("portable")
+    try:
+        return _kernels.neg_scale_cpu(x, lambda_)
+    finally:
+        _kernels.set_cpu_path("auto")
+
+
+def assert_same_bits(actual: np.ndarray, wanted: np.ndarray) -> None:
+    """Bitwise, NaN payloads included."""
+    uint = {2: np.uint16, 4: np.uint32, 8: np.uint64}[actual.dtype.itemsize]
+    np.testing.assert_array_equal(actual.view(uint), wanted.view(uint))
+
+
 @pytest.mark.parametrize("dtype", HALF_TYPES, ids=["float16", "bfloat16"])
-@pytest.mark.parametrize("lambda_", LAMBDAS)
-def test_every_16_bit_value_rounds_like_numpy(dtype, lambda_):
+@pytest.mark.parametrize("lambda_", LAMBDAS + EDGE_LAMBDAS)
+def test_every_16_bit_value_rounds_like_numpy_on_every_cpu_path(cpu_path, dtype, lambda_):
     x = all_values(dtype)
-    assert_same(_kernels.neg_scale_cpu(x, lambda_), expected(x, lambda_))
+    with np.errstate(over="ignore", invalid="ignore"):  # inf * 0 and overflow are meant
+        want = expected(x, lambda_)
+    got = _kernels.neg_scale_cpu(x, lambda_)
+    assert _kernels.cpu_path() == cpu_path
+    assert_same(got, want)
+    # Every path gives the portable path's bits, NaNs included.
+    assert_same_bits(got, portable_result(x, lambda_))
 
 
 @pytest.mark.parametrize("dtype", FLOAT_TYPES)
-@pytest.mark.parametrize("lambda_", LAMBDAS)
-def test_float_and_double_are_one_multiply(dtype, lambda_):
+@pytest.mark.parametrize("lambda_", LAMBDAS + EDGE_LAMBDAS)
+def test_float_and_double_are_one_multiply_on_every_cpu_path(cpu_path, dtype, lambda_):
     x = (np.random.default_rng(0).standard_normal(4097) * 1e3).astype(dtype)
     x[:4] = [np.inf, -np.inf, np.nan, -0.0]
-    assert_same(_kernels.neg_scale_cpu(x, lambda_), expected(x, lambda_))
+    with np.errstate(over="ignore", invalid="ignore"):
+        want = expected(x, lambda_)
+    assert_same(_kernels.neg_scale_cpu(x, lambda_), want)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_TYPES + HALF_TYPES)
+def test_every_length_and_misalignment_on_every_cpu_path(cpu_path, dtype):
+    """Vector bodies, remainders and masks: lengths 0 to 99 at element offsets
+    0 to 3 (unaligned starts), out of place and in place; nothing past the end
+    is written."""
+    rng = np.random.default_rng(1)
+    base = (rng.standard_normal(110) * 100).astype(dtype)
+    base[5], base[17] = np.nan, -np.inf
+    for offset in range(4):
+        for n in range(100):
+            x = base[offset:offset + n]
+            want = portable_result(x, 0.3)
+            _kernels.set_cpu_path(cpu_path)
+            for streaming in (False, True):
+                out_buffer = np.full(n + 8, 7, dtype)
+                _kernels.neg_scale_cpu(x, 0.3, out=out_buffer[1:n + 1], streaming=streaming)
+                assert_same_bits(out_buffer[1:n + 1], want)
+                assert_same_bits(out_buffer[n + 1:], np.full(7, 7, dtype))
+                assert_same_bits(out_buffer[:1], np.full(1, 7, dtype))
+            work = base.copy()[offset:offset + n]
+            _kernels.neg_scale_cpu(work, 0.3, out=work)
+            assert_same_bits(work, want)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_TYPES + HALF_TYPES)
+def test_streaming_stores_give_the_same_bits_at_every_alignment(cpu_path, dtype):
+    """Streaming stores work on whole aligned 4 KiB blocks between a head and
+    a tail of regular stores: lengths around those boundaries, element and
+    byte offsets (a byte offset leaves no aligned element: regular stores)."""
+    rng = np.random.default_rng(2)
+    size = np.dtype(dtype).itemsize
+    x = (rng.standard_normal(3 * 4096) * 100).astype(dtype)
+    raw = np.zeros((x.size + 64) * size + 1, np.uint8)
+    for byte_offset in (0, size, 3 * size, 64 - size, 1):
+        for n in (4096 // size - 1, 4096 // size, 4096 // size + 1, 2 * 4096 // size + 5, x.size):
+            want = portable_result(x[:n], -2.0)
+            _kernels.set_cpu_path(cpu_path)
+            out = raw[byte_offset:byte_offset + n * size].view(dtype)
+            _kernels.neg_scale_cpu(x[:n], -2.0, out=out, streaming=True)
+            assert_same_bits(out, want)
+
+
+def test_large_out_of_place_arrays_take_the_streaming_default(cpu_path):
+    x = np.arange(1 << 23, dtype=np.float32) - 1000.5  # 32 MiB
+    assert_same_bits(_kernels.neg_scale_cpu(x, 0.25), x * np.float32(-0.25))
+
+
+def test_cpu_paths_start_portable_and_the_default_is_the_fastest():
+    paths = _kernels.cpu_paths()
+    assert paths[0] == "portable"
+    assert set(paths) <= set(ALL_CPU_PATHS)
+    assert paths == [p for p in ALL_CPU_PATHS if p in paths]  # slowest first
+    if os.environ.get("GRAD_REVERSE_CPU_PATH", "auto") in ("", "auto"):
+        assert _kernels.cpu_path() == paths[-1]
+
+
+def test_set_cpu_path_rejects_unknown_and_unsupported_paths():
+    with pytest.raises(ValueError, match="'sse9' is unknown.*accepted here: auto, portable"):
+        _kernels.set_cpu_path("sse9")
+    for path in set(ALL_CPU_PATHS) - set(_kernels.cpu_paths()):
+        with pytest.raises(ValueError, match="not supported by this CPU"):
+            _kernels.set_cpu_path(path)
+    _kernels.set_cpu_path("portable")
+    assert _kernels.cpu_path() == "portable"
+    _kernels.set_cpu_path("auto")
+    assert _kernels.cpu_path() == _kernels.cpu_paths()[-1] or "GRAD_REVERSE_CPU_PATH" in os.environ
+
+
+def _run_with_cpu_path_variable(value: str, code: str) -> subprocess.CompletedProcess:
+    """Runs `code` in a fresh interpreter that imports this very module file
+    as `_kernels` (without the package, so without TensorFlow)."""
+    prelude = (
+        "import importlib.machinery, importlib.util\n"
+        f"loader = importlib.machinery.ExtensionFileLoader('_kernels', {_kernels.__file__!r})\n"
+        "spec = importlib.util.spec_from_loader('_kernels', loader)\n"
+        "_kernels = importlib.util.module_from_spec(spec); loader.exec_module(_kernels)\n"
+        "import numpy as np\n"
+    )
+    env = dict(os.environ, GRAD_REVERSE_CPU_PATH=value)
+    return subprocess.run([sys.executable, "-c", prelude + code], env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_environment_variable_forces_the_path():
+    done = _run_with_cpu_path_variable("portable", "print(_kernels.cpu_path())")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "portable"
+
+
+def test_invalid_environment_variable_is_a_clear_error_not_a_silent_fallback():
+    done = _run_with_cpu_path_variable(
+        "avx9000", "_kernels.neg_scale_cpu(np.ones(3, np.float32), 1.0)")
+    assert done.returncode != 0
+    assert "ValueError: GRAD_REVERSE_CPU_PATH='avx9000' is not a CPU path" in done.stderr
+    assert "accepted here: auto, portable" in done.stderr
 
 
 @pytest.mark.parametrize("dtype", FLOAT_TYPES + HALF_TYPES)

@@ -1,11 +1,16 @@
 """The native op against the pure-Python reference: values, gradients, modes."""
 
+import ctypes
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import tensorflow as tf
 
 import grad_reverse
-from grad_reverse import reference
+from grad_reverse import _kernels, _loader, reference
 from grad_reverse._keras import KERAS_3, keras
 from conftest import LAMBDAS, SHAPES, assert_bitwise_equal, data_pointer, forward_backward, random_tensor
 
@@ -247,10 +252,10 @@ def test_non_finite_variable_lambda_is_invalid_argument_at_run_time(lambda_):
 
     step(tf.ones([2]))
     variable.assign(lambda_)
-    with pytest.raises(tf.errors.InvalidArgumentError, match="lambda must be finite"):
+    with pytest.raises(tf.errors.InvalidArgumentError, match="lambda_ must be finite"):
         step(tf.ones([2]))
     # the backward kernel checks too
-    with pytest.raises(tf.errors.InvalidArgumentError, match="lambda must be finite"):
+    with pytest.raises(tf.errors.InvalidArgumentError, match="lambda_ must be finite"):
         grad_reverse.ops._library.grad_reverse_grad(tf.ones([2]), tf.constant(lambda_))
 
 
@@ -265,7 +270,7 @@ def test_non_scalar_lambda_of_unknown_static_shape_fails_in_the_kernel():
     def step(lambda_):
         return grad_reverse.grad_reverse(tf.ones([2]), lambda_)
 
-    with pytest.raises(tf.errors.InvalidArgumentError, match=r"lambda must be a scalar.*\[2\]"):
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"lambda_ must be a scalar.*\[2\]"):
         step(tf.ones([2]))
 
 
@@ -273,3 +278,73 @@ def test_non_scalar_lambda_of_unknown_static_shape_fails_in_the_kernel():
 def test_lambda_of_wrong_type_is_a_type_error(lambda_):
     with pytest.raises(TypeError, match="lambda_"):
         grad_reverse.grad_reverse(tf.ones([2]), lambda_)
+
+
+# ------------------------------------------------- CPU paths of the kernel ----
+
+ALL_CPU_PATHS = ["portable", "avx2", "avx512", "avx512bf16"]
+
+
+def op_library() -> ctypes.CDLL:
+    """The loaded op library (dlopen of a loaded path returns it), for its C
+    functions that report and force the CPU path (cc/kernels/cpu_paths.h)."""
+    library = ctypes.CDLL(str(_loader.PACKAGE_DIR / _loader.LIBRARY_NAME))
+    library.GradReverseCpuPath.restype = ctypes.c_char_p
+    library.GradReverseSetCpuPath.argtypes = [ctypes.c_char_p]
+    return library
+
+
+@pytest.fixture(params=ALL_CPU_PATHS)
+def op_cpu_path(request):
+    """Forces each CPU path of the op library in turn (skipping those this CPU
+    lacks), then restores the default choice."""
+    library = op_library()
+    supported = library.GradReverseSetCpuPath(request.param.encode()) == 0
+    # The op library and the pybind11 module choose with the same code.
+    assert supported == (request.param in _kernels.cpu_paths())
+    if not supported:
+        pytest.skip(f"this CPU does not support the {request.param} path")
+    assert library.GradReverseCpuPath().decode() == request.param
+    yield request.param
+    assert library.GradReverseSetCpuPath(b"auto") == 0
+
+
+def assert_matches_with_any_nan(actual, expected) -> None:
+    """Bitwise where `expected` is a number; NaN where it is NaN (TensorFlow's
+    casts and the kernels may pick different NaN payloads)."""
+    actual64, expected64 = (tf.cast(t, tf.float64).numpy() for t in (actual, expected))
+    nan = np.isnan(expected64)
+    np.testing.assert_array_equal(np.isnan(actual64), nan)
+    assert_bitwise_equal(tf.boolean_mask(actual, ~nan), tf.boolean_mask(expected, ~nan))
+
+
+@pytest.mark.parametrize("dtype", [tf.float16, tf.bfloat16], ids=["float16", "bfloat16"])
+def test_every_16_bit_value_matches_the_reference_on_every_cpu_path(op_cpu_path, dtype):
+    """Under TensorFlow's own floating-point settings (its threads flush
+    subnormals), eager and in a graph, every path rounds like the reference."""
+    dy = tf.bitcast(tf.constant(np.arange(1 << 16, dtype=np.uint16)), dtype)
+    graph_backward = tf.function(grad_reverse.ops._library.grad_reverse_grad)
+    for lambda_ in LAMBDAS + [2.0**-100, 3e38]:
+        want = reference.reverse_gradient(dy, tf.constant(lambda_))
+        assert_matches_with_any_nan(grad_reverse.ops._library.grad_reverse_grad(dy, lambda_), want)
+        assert_matches_with_any_nan(graph_backward(dy, tf.constant(lambda_)), want)
+
+
+# (1 << 22) + 7: 16 MiB and more for float32 and float64, out of place, so the
+# kernel writes with streaming stores.
+@pytest.mark.parametrize("n", [1, 31, 1000, 1 << 18 | 7, (1 << 22) + 7])
+def test_every_dtype_and_odd_length_matches_the_reference_on_every_cpu_path(op_cpu_path, dtype, n):
+    dy = random_tensor([n], dtype, seed=n)
+    want = reference.reverse_gradient(dy, tf.constant(0.3))
+    assert_bitwise_equal(grad_reverse.ops._library.grad_reverse_grad(dy, 0.3), want)
+
+
+def test_invalid_cpu_path_variable_fails_the_kernel_with_a_clear_error():
+    code = ("import grad_reverse, tensorflow as tf\n"
+            "grad_reverse.ops._library.grad_reverse_grad(tf.ones([2]), 1.0)\n")
+    env = dict(os.environ, GRAD_REVERSE_CPU_PATH="avx9000", TF_CPP_MIN_LOG_LEVEL="3")
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode != 0
+    assert "FailedPreconditionError" in done.stderr
+    assert "GRAD_REVERSE_CPU_PATH='avx9000' is not a CPU path; accepted here: auto, portable" in done.stderr

@@ -76,7 +76,7 @@ def test_xla_rejects_a_non_finite_constant_lambda_at_compile_time():
     def step(x):
         return grad_reverse.ops._library.grad_reverse_grad(x, tf.constant(float("nan")))
 
-    with pytest.raises(tf.errors.InvalidArgumentError, match="lambda must be finite"):
+    with pytest.raises(tf.errors.InvalidArgumentError, match="lambda_ must be finite"):
         step(tf.ones([2]))
 
 

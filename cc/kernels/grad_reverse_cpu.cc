@@ -1,25 +1,203 @@
-// Single-threaded CPU version of the framework-free kernel, for the pybind11
-// module (tests and benchmarks without TensorFlow). TensorFlow's CPU OpKernel
-// uses Eigen on the intra-op thread pool instead; both round identically.
+// CPU kernels of out = -lambda * in: the portable ones, and the choice between
+// them and the x86 vector ones (cpu_paths.h). TensorFlow's CPU OpKernel runs
+// the chosen kernel on shards over its intra-op pool; the pybind11 module runs
+// it on one thread.
+#include <atomic>
 #include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <vector>
 
+#include "cpu_paths.h"
 #include "grad_reverse_launcher.h"
 #include "half_bits.h"
+#include "neg_scale_x86.h"
 
 namespace grad_reverse {
 namespace {
 
+// ------------------------------------------------------------ portable ----
+
 template <typename T>
-void NegScaleNative(const T* in, T* out, int64_t n, T scale) {
-  for (int64_t i = 0; i < n; ++i) out[i] = in[i] * scale;
+void NativePortable(const void* in, void* out, int64_t n, float scale) {
+  const T s = static_cast<T>(scale);
+  for (int64_t i = 0; i < n; ++i) StoreAt<T>(out, i, LoadAt<T>(in, i) * s);
 }
 
 template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float)>
-void NegScale16(const uint16_t* in, uint16_t* out, int64_t n, float scale) {
-  for (int64_t i = 0; i < n; ++i) out[i] = FromFloat(ToFloat(in[i]) * scale);
+void SixteenBitPortable(const void* in, void* out, int64_t n, float scale) {
+  for (int64_t i = 0; i < n; ++i) {
+    StoreAt<uint16_t>(out, i, FromFloat(ToFloat(LoadAt<uint16_t>(in, i)) * scale));
+  }
 }
 
+// ------------------------------------------------------------ dispatch ----
+
+// kKernels[path][dtype], dtype in DType order (half, bfloat16, float, double).
+// A path that does not vectorize a type repeats the next slower path's kernel.
+using KernelRow = NegScaleFn[4];
+constexpr KernelRow kPortableRow = {
+    SixteenBitPortable<HalfToFloat, FloatToHalf>,
+    SixteenBitPortable<BFloat16ToFloat, FloatToBFloat16>,
+    NativePortable<float>,
+    NativePortable<double>,
+};
+
+const NegScaleFn* KernelsOf(CpuPath path, bool streaming_stores) {
+#if GRAD_REVERSE_X86_PATHS
+  static constexpr KernelRow kAvx2Row = {x86::HalfAvx2, x86::BFloat16Avx2, x86::FloatAvx2,
+                                         x86::DoubleAvx2};
+  static constexpr KernelRow kAvx512Row = {x86::HalfAvx512, x86::BFloat16Avx512,
+                                           x86::FloatAvx512, x86::DoubleAvx512};
+  static constexpr KernelRow kAvx512Bf16Row = {x86::HalfAvx512, x86::BFloat16Avx512Bf16,
+                                               x86::FloatAvx512, x86::DoubleAvx512};
+  static constexpr KernelRow kAvx2StreamingRow = {
+      x86::HalfAvx2Streaming, x86::BFloat16Avx2Streaming, x86::FloatAvx2Streaming,
+      x86::DoubleAvx2Streaming};
+  static constexpr KernelRow kAvx512StreamingRow = {
+      x86::HalfAvx512Streaming, x86::BFloat16Avx512Streaming, x86::FloatAvx512Streaming,
+      x86::DoubleAvx512Streaming};
+  static constexpr KernelRow kAvx512Bf16StreamingRow = {
+      x86::HalfAvx512Streaming, x86::BFloat16Avx512Bf16Streaming, x86::FloatAvx512Streaming,
+      x86::DoubleAvx512Streaming};
+  switch (path) {
+    case CpuPath::kAvx2:
+      return streaming_stores ? kAvx2StreamingRow : kAvx2Row;
+    case CpuPath::kAvx512:
+      return streaming_stores ? kAvx512StreamingRow : kAvx512Row;
+    case CpuPath::kAvx512Bf16:
+      return streaming_stores ? kAvx512Bf16StreamingRow : kAvx512Bf16Row;
+    case CpuPath::kPortable:
+      break;
+  }
+#endif
+  (void)path;
+  (void)streaming_stores;
+  return kPortableRow;
+}
+
+constexpr const char* kCpuPathNames[kNumCpuPaths] = {"portable", "avx2", "avx512",
+                                                     "avx512bf16"};
+constexpr const char* kEnvironmentVariable = "GRAD_REVERSE_CPU_PATH";
+
+bool SupportedByThisCpu(CpuPath path) {
+  switch (path) {
+    case CpuPath::kPortable:
+      return true;
+#if GRAD_REVERSE_X86_PATHS
+    case CpuPath::kAvx2:
+      return x86::HasAvx2F16c();
+    case CpuPath::kAvx512:
+      return x86::HasAvx512();
+    case CpuPath::kAvx512Bf16:
+      return x86::HasAvx512Bf16();
+#else
+    default:
+      return false;
+#endif
+  }
+  return false;
+}
+
+CpuPath FastestSupported() {
+  for (int p = kNumCpuPaths - 1; p > 0; --p) {
+    if (SupportedByThisCpu(static_cast<CpuPath>(p))) return static_cast<CpuPath>(p);
+  }
+  return CpuPath::kPortable;
+}
+
+// -1: unknown name.
+int PathIndex(const std::string& name) {
+  for (int p = 0; p < kNumCpuPaths; ++p) {
+    if (name == kCpuPathNames[p]) return p;
+  }
+  return -1;
+}
+
+struct EnvironmentChoice {
+  CpuPath path = CpuPath::kPortable;
+  std::string error;  // why the variable's value cannot be honoured, or empty
+};
+
+EnvironmentChoice ReadEnvironment() {
+  EnvironmentChoice choice;
+  choice.path = FastestSupported();
+  const char* value = std::getenv(kEnvironmentVariable);
+  if (value == nullptr || *value == '\0' || std::string(value) == "auto") return choice;
+  const int index = PathIndex(value);
+  if (index >= 0 && SupportedByThisCpu(static_cast<CpuPath>(index))) {
+    choice.path = static_cast<CpuPath>(index);
+    return choice;
+  }
+  std::string supported;
+  for (const std::string& name : SupportedCpuPathNames()) {
+    supported += (supported.empty() ? "" : ", ") + name;
+  }
+  choice.error = std::string(kEnvironmentVariable) + "='" + value + "' " +
+                 (index < 0 ? "is not a CPU path" : "is not supported by this CPU") +
+                 "; accepted here: auto, " + supported;
+  return choice;
+}
+
+// Read once, at the first use, so that every call of a process agrees.
+const EnvironmentChoice& Environment() {
+  static const EnvironmentChoice choice = ReadEnvironment();
+  return choice;
+}
+
+// The path set by ForceCpuPath, or -1.
+std::atomic<int> forced_path{-1};
+
 }  // namespace
+
+const char* CpuPathName(CpuPath path) {
+  const int index = static_cast<int>(path);
+  return index >= 0 && index < kNumCpuPaths ? kCpuPathNames[index] : "unknown";
+}
+
+bool CpuPathSupported(CpuPath path) {
+  static const bool supported[kNumCpuPaths] = {
+      SupportedByThisCpu(CpuPath::kPortable), SupportedByThisCpu(CpuPath::kAvx2),
+      SupportedByThisCpu(CpuPath::kAvx512), SupportedByThisCpu(CpuPath::kAvx512Bf16)};
+  const int index = static_cast<int>(path);
+  return index >= 0 && index < kNumCpuPaths && supported[index];
+}
+
+std::vector<std::string> SupportedCpuPathNames() {
+  std::vector<std::string> names;
+  for (int p = 0; p < kNumCpuPaths; ++p) {
+    if (CpuPathSupported(static_cast<CpuPath>(p))) names.emplace_back(kCpuPathNames[p]);
+  }
+  return names;
+}
+
+CpuPath ActiveCpuPath() {
+  const int forced = forced_path.load(std::memory_order_relaxed);
+  return forced >= 0 ? static_cast<CpuPath>(forced) : Environment().path;
+}
+
+std::string CpuPathError() {
+  return forced_path.load(std::memory_order_relaxed) >= 0 ? std::string() : Environment().error;
+}
+
+bool ForceCpuPath(const std::string& name) {
+  if (name == "auto") {
+    forced_path.store(-1, std::memory_order_relaxed);
+    return true;
+  }
+  const int index = PathIndex(name);
+  if (index < 0 || !CpuPathSupported(static_cast<CpuPath>(index))) return false;
+  forced_path.store(index, std::memory_order_relaxed);
+  return true;
+}
+
+NegScaleFn NegScaleCpuFunction(DType dtype, bool streaming_stores) {
+  return KernelsOf(ActiveCpuPath(), streaming_stores)[static_cast<int>(dtype)];
+}
+
+bool UseStreamingStores(const void* in, const void* out, int64_t bytes) {
+  return in != out && bytes >= kStreamingStoresMinBytes;
+}
 
 int DTypeSize(DType dtype) {
   switch (dtype) {
@@ -34,29 +212,9 @@ int DTypeSize(DType dtype) {
   return 0;
 }
 
-void NegScaleCpu(const void* in, void* out, int64_t n, float lambda,
-                 DType dtype) {
-  const float scale = -lambda;
-  switch (dtype) {
-    case DType::kHalf:
-      NegScale16<HalfToFloat, FloatToHalf>(static_cast<const uint16_t*>(in),
-                                           static_cast<uint16_t*>(out), n,
-                                           scale);
-      break;
-    case DType::kBFloat16:
-      NegScale16<BFloat16ToFloat, FloatToBFloat16>(
-          static_cast<const uint16_t*>(in), static_cast<uint16_t*>(out), n,
-          scale);
-      break;
-    case DType::kFloat:
-      NegScaleNative(static_cast<const float*>(in), static_cast<float*>(out),
-                     n, scale);
-      break;
-    case DType::kDouble:
-      NegScaleNative(static_cast<const double*>(in), static_cast<double*>(out),
-                     n, static_cast<double>(scale));
-      break;
-  }
+void NegScaleCpu(const void* in, void* out, int64_t n, float lambda, DType dtype) {
+  const bool streaming = UseStreamingStores(in, out, n * DTypeSize(dtype));
+  NegScaleCpuFunction(dtype, streaming)(in, out, n, -lambda);
 }
 
 }  // namespace grad_reverse

@@ -20,8 +20,9 @@ enum class DType : int { kHalf = 0, kBFloat16 = 1, kFloat = 2, kDouble = 3 };
 // Bytes per element of `dtype`, or 0 for an unknown value.
 int DTypeSize(DType dtype);
 
-// Single-threaded CPU reference of the kernel: out[i] = -lambda * in[i] for
-// i < n. `in` may equal `out`. Used by the pybind11 module on numpy arrays.
+// The CPU kernel on the calling thread: out[i] = -lambda * in[i] for i < n,
+// on the path cpu_paths.h chooses. `in` may equal `out`. Used by the pybind11
+// module on numpy arrays.
 void NegScaleCpu(const void* in, void* out, int64_t n, float lambda,
                  DType dtype);
 

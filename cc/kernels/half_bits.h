@@ -22,6 +22,20 @@ inline float BitsFloat(uint32_t u) {
   return f;
 }
 
+// Element i of an array at any alignment (numpy arrays need not be aligned;
+// a plain pointer access there is undefined behaviour). Compiles to one move.
+template <typename T>
+inline T LoadAt(const void* base, int64_t i) {
+  T value;
+  std::memcpy(&value, static_cast<const unsigned char*>(base) + i * sizeof(T), sizeof(T));
+  return value;
+}
+
+template <typename T>
+inline void StoreAt(void* base, int64_t i, T value) {
+  std::memcpy(static_cast<unsigned char*>(base) + i * sizeof(T), &value, sizeof(T));
+}
+
 inline float HalfToFloat(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t exponent = (h >> 10) & 0x1fu;

@@ -3,9 +3,11 @@
 #define EIGEN_USE_THREADS
 
 #include <cmath>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "cc/kernels/cpu_paths.h"
 #include "cc/kernels/grad_reverse_launcher.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/register_types.h"
@@ -23,19 +25,38 @@ namespace {
 
 using CPUDevice = Eigen::ThreadPoolDevice;
 
+template <typename T>
+constexpr grad_reverse::DType KernelDType();
+template <>
+constexpr grad_reverse::DType KernelDType<Eigen::half>() {
+  return grad_reverse::DType::kHalf;
+}
+template <>
+constexpr grad_reverse::DType KernelDType<Eigen::bfloat16>() {
+  return grad_reverse::DType::kBFloat16;
+}
+template <>
+constexpr grad_reverse::DType KernelDType<float>() {
+  return grad_reverse::DType::kFloat;
+}
+template <>
+constexpr grad_reverse::DType KernelDType<double>() {
+  return grad_reverse::DType::kDouble;
+}
+
 // `lambda` is a host-memory float scalar on every device. A NaN or Inf would
 // silently poison every weight upstream of the layer, so it is rejected.
 absl::Status ReadLambda(OpKernelContext* ctx, float* lambda) {
   const Tensor& t = ctx->input(1);
   if (!TensorShapeUtils::IsScalar(t.shape())) {
     return absl::InvalidArgumentError(
-        absl::StrCat("lambda must be a scalar (shape []), got shape ",
+        absl::StrCat("lambda_ must be a scalar (shape []), got shape ",
                      t.shape().DebugString()));
   }
   *lambda = t.scalar<float>()();
   if (!std::isfinite(*lambda)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("lambda must be finite, got ", *lambda));
+        absl::StrCat("lambda_ must be finite, got ", *lambda));
   }
   return absl::OkStatus();
 }
@@ -51,33 +72,6 @@ class GradReverseOp : public OpKernel {
     ctx->set_output(0, ctx->input(0));
   }
 };
-
-// out = -lambda * in on the CPU. Eigen's cost model splits large tensors over
-// the intra-op pool and keeps small ones on the calling thread.
-template <typename T>
-struct NegScaleCpuFunctor {
-  void operator()(const CPUDevice& d, typename TTypes<T>::ConstFlat in,
-                  float lambda, typename TTypes<T>::Flat out) {
-    out.device(d) = in * in.constant(static_cast<T>(-lambda));
-  }
-};
-
-// half and bfloat16: computed in float, rounded once (the GPU and XLA kernels
-// do the same, so all three agree bit for bit).
-template <typename T>
-struct NegScaleCpuFunctorViaFloat {
-  void operator()(const CPUDevice& d, typename TTypes<T>::ConstFlat in,
-                  float lambda, typename TTypes<T>::Flat out) {
-    out.device(d) = (in.template cast<float>() * -lambda).template cast<T>();
-  }
-};
-
-template <>
-struct NegScaleCpuFunctor<Eigen::half>
-    : NegScaleCpuFunctorViaFloat<Eigen::half> {};
-template <>
-struct NegScaleCpuFunctor<Eigen::bfloat16>
-    : NegScaleCpuFunctorViaFloat<Eigen::bfloat16> {};
 
 // Shared by the CPU and GPU backward kernels: validation and the in-place
 // output; `Backend::Run` does the arithmetic.
@@ -98,12 +92,38 @@ class GradReverseGradOp : public OpKernel {
   }
 };
 
+// The framework-free CPU kernel of the path cpu_paths.h chooses (vector
+// registers for every type, conversions included), on shards of the intra-op
+// pool. Eigen's cost model sizes the shards, as for TensorFlow's own
+// element-wise ops, and keeps small tensors on the calling thread.
 struct OnCpu {
   template <typename T>
   static void Run(OpKernelContext* ctx, const Tensor& dy, float lambda,
                   Tensor* dx) {
-    NegScaleCpuFunctor<T>()(ctx->eigen_device<CPUDevice>(), dy.flat<T>(),
-                            lambda, dx->flat<T>());
+    const std::string path_error = grad_reverse::CpuPathError();
+    OP_REQUIRES(ctx, path_error.empty(),
+                absl::FailedPreconditionError(path_error));
+    const bool streaming = grad_reverse::UseStreamingStores(
+        dy.data(), dx->data(), dy.NumElements() * sizeof(T));
+    const grad_reverse::NegScaleFn kernel =
+        grad_reverse::NegScaleCpuFunction(KernelDType<T>(), streaming);
+    const float scale = -lambda;
+    const char* in = static_cast<const char*>(dy.data());
+    char* out = static_cast<char*>(dx->data());
+    // Per element: one load, one store, a multiply and two conversions at
+    // most, a few instructions shared by a vector's lanes.
+    const Eigen::TensorOpCost cost(sizeof(T), sizeof(T), 1.0);
+    ctx->eigen_device<CPUDevice>().parallelFor(
+        dy.NumElements(), cost,
+        // Shards start on 64-byte boundaries of the buffer.
+        [](Eigen::Index size) -> Eigen::Index {
+          constexpr Eigen::Index kLine = 64 / sizeof(T);
+          return (size + kLine - 1) / kLine * kLine;
+        },
+        [=](Eigen::Index first, Eigen::Index last) {
+          kernel(in + first * sizeof(T), out + first * sizeof(T), last - first,
+                 scale);
+        });
   }
 };
 
@@ -122,25 +142,6 @@ TF_CALL_double(REGISTER_CPU);
 #undef REGISTER_CPU
 
 #if GRAD_REVERSE_WITH_CUDA
-
-template <typename T>
-constexpr grad_reverse::DType KernelDType();
-template <>
-constexpr grad_reverse::DType KernelDType<Eigen::half>() {
-  return grad_reverse::DType::kHalf;
-}
-template <>
-constexpr grad_reverse::DType KernelDType<Eigen::bfloat16>() {
-  return grad_reverse::DType::kBFloat16;
-}
-template <>
-constexpr grad_reverse::DType KernelDType<float>() {
-  return grad_reverse::DType::kFloat;
-}
-template <>
-constexpr grad_reverse::DType KernelDType<double>() {
-  return grad_reverse::DType::kDouble;
-}
 
 // Enqueues the framework-free CUDA kernel on this op's stream.
 struct OnGpu {
@@ -181,3 +182,14 @@ TF_CALL_double(REGISTER_GPU);
 
 }  // namespace
 }  // namespace tensorflow
+
+// For tests and benchmarks, through ctypes on the loaded library (see
+// cc/kernels/cpu_paths.h): the CPU kernel path in use, and forcing one.
+extern "C" const char* GradReverseCpuPath() {
+  return grad_reverse::CpuPathName(grad_reverse::ActiveCpuPath());
+}
+
+// Returns 0, or -1 (nothing changed) for an unknown or unsupported path.
+extern "C" int GradReverseSetCpuPath(const char* name) {
+  return name != nullptr && grad_reverse::ForceCpuPath(name) ? 0 : -1;
+}

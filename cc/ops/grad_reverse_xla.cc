@@ -29,13 +29,13 @@ absl::Status CheckLambda(XlaOpKernelContext* ctx) {
   TF_ASSIGN_OR_RETURN(const xla::Shape shape, ctx->InputXlaShape(1));
   if (!xla::ShapeUtil::IsScalar(shape)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("lambda must be a scalar (shape []), got shape ",
+        absl::StrCat("lambda_ must be a scalar (shape []), got shape ",
                      xla::ShapeUtil::HumanString(shape)));
   }
   double value;
   if (ctx->ConstantInputAsFloatScalar(1, &value).ok() && !std::isfinite(value)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("lambda must be finite, got ", value));
+        absl::StrCat("lambda_ must be finite, got ", value));
   }
   return absl::OkStatus();
 }

@@ -5,10 +5,13 @@
 // from the build directory.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "cc/kernels/cpu_paths.h"
 #include "cc/kernels/grad_reverse_launcher.h"
 
 namespace py = pybind11;
@@ -32,7 +35,31 @@ DType DTypeOfArray(const py::array& a) {
   return DTypeFromName(py::str(a.dtype().attr("name")));
 }
 
-py::array NegScaleCpu(const py::array& in, float lambda, py::object out_obj) {
+// An invalid GRAD_REVERSE_CPU_PATH is an error, not a silent fallback.
+void CheckCpuPath() {
+  const std::string error = grad_reverse::CpuPathError();
+  if (!error.empty()) throw py::value_error(error);
+}
+
+std::string ActiveCpuPathName() {
+  CheckCpuPath();
+  return grad_reverse::CpuPathName(grad_reverse::ActiveCpuPath());
+}
+
+void SetCpuPath(const std::string& name) {
+  if (!grad_reverse::ForceCpuPath(name)) {
+    std::string supported;
+    for (const std::string& path : grad_reverse::SupportedCpuPathNames()) {
+      supported += ", " + path;
+    }
+    throw py::value_error("CPU path '" + name + "' is unknown or not supported by this CPU; "
+                          "accepted here: auto" + supported);
+  }
+}
+
+py::array NegScaleCpu(const py::array& in, float lambda, py::object out_obj,
+                      py::object streaming_obj) {
+  CheckCpuPath();
   const DType dtype = DTypeOfArray(in);
   if (!(in.flags() & py::array::c_style)) {
     throw py::value_error("input must be C-contiguous");
@@ -49,9 +76,14 @@ py::array NegScaleCpu(const py::array& in, float lambda, py::object out_obj) {
   const void* src = in.data();
   void* dst = out.mutable_data();
   const int64_t n = in.size();
-  {
+  if (streaming_obj.is_none()) {
     py::gil_scoped_release release;
     grad_reverse::NegScaleCpu(src, dst, n, lambda, dtype);
+  } else {
+    const grad_reverse::NegScaleFn kernel =
+        grad_reverse::NegScaleCpuFunction(dtype, streaming_obj.cast<bool>());
+    py::gil_scoped_release release;
+    kernel(src, dst, n, -lambda);
   }
   return out;
 }
@@ -128,10 +160,22 @@ void NegScaleCuda(const py::object& in_obj, const py::object& out_obj,
 PYBIND11_MODULE(_kernels, m) {
   m.doc() = "GradReverseGrad kernels (out = -lambda * in) on raw buffers, without TensorFlow.";
   m.def("neg_scale_cpu", &NegScaleCpu, py::arg("x"), py::arg("lambda_"),
-        py::arg("out") = py::none(),
-        "out = -lambda_ * x on the CPU (single thread) for a C-contiguous numpy array "
-        "of float16, ml_dtypes.bfloat16, float32 or float64. `out` may be `x` (in place). "
-        "half/bfloat16 are computed in float and rounded once.");
+        py::arg("out") = py::none(), py::arg("streaming") = py::none(),
+        "out = -lambda_ * x on the CPU (single thread, on the path cpu_path() names) for a "
+        "C-contiguous numpy array of float16, ml_dtypes.bfloat16, float32 or float64. `out` "
+        "may be `x` (in place). half/bfloat16 are computed in float and rounded once. "
+        "streaming: None picks the stores as TensorFlow's kernel does (non-temporal for an "
+        "output of 16 MiB or more that is not x); True/False force them (tests).");
+  m.def("cpu_path", &ActiveCpuPathName,
+        "The CPU kernel path in use: 'portable', 'avx2', 'avx512' or 'avx512bf16'; the "
+        "fastest this CPU supports unless GRAD_REVERSE_CPU_PATH (read once) or set_cpu_path "
+        "says otherwise. Raises ValueError if GRAD_REVERSE_CPU_PATH names no supported path.");
+  m.def("cpu_paths", &grad_reverse::SupportedCpuPathNames,
+        "The CPU kernel paths this CPU and build support, slowest first.");
+  m.def("set_cpu_path", &SetCpuPath, py::arg("name"),
+        "Force the CPU kernel path of this module ('auto': back to the default choice); "
+        "ValueError for a path this CPU does not support. Affects only this module, not the "
+        "TensorFlow op library (whose C function GradReverseSetCpuPath does the same there).");
   m.def("neg_scale_cuda", &NegScaleCuda, py::arg("x"), py::arg("out"), py::arg("lambda_"),
         py::arg("stream") = 0, py::arg("dtype") = "",
         "Enqueue out = -lambda_ * x on a CUDA stream (a raw cudaStream_t as int; 0 is the "
