@@ -40,6 +40,9 @@ _ABSL_PREAMBLE = "WARNING: All log messages before absl::InitializeLog() is call
 # With the full `tensorflow` wheel on a machine without a usable CUDA driver,
 # the CUDA platform's start-up fails with this error, which only says there is no GPU.
 _NO_CUDA_DRIVER = "failed call to cuInit"
+# Native lines that start something of their own, never a record's
+# continuation: Python's -X importtime, fatal errors, C++ aborts.
+_NATIVE_LINE_OF_ITS_OWN = re.compile(r"^(?:import time:|Fatal Python error|terminate called|Segmentation fault|\*\*\* )")
 
 
 def starting_command_line(argv: Sequence[str] = None, orig_argv: Sequence[str] = None) -> bool:
@@ -132,6 +135,8 @@ def filter_start_up_lines(text: str, gpu_found: bool = True) -> str:
             dropping = level == "I" or (level == "E" and not gpu_found and _NO_CUDA_DRIVER in line)
         elif line.rstrip("\r\n") == _ABSL_PREAMBLE:
             continue
+        elif _NATIVE_LINE_OF_ITS_OWN.match(line):
+            dropping = False
         # Any other line continues the record before it (TensorFlow's CPU
         # feature notice has two lines) and shares its fate.
         if not dropping:
