@@ -2,6 +2,7 @@
 TensorFlow's start-up lines kept out of a command's output (and shown with
 --verbose), and the package's import as a user's program sees it."""
 
+import logging
 import os
 import subprocess
 import sys
@@ -210,3 +211,12 @@ def test_filtered_block_passes_python_stderr_straight_through(capfd):
         os.write(2, b"I0000 00:00:1.0    1 x.cc:1] native info\nW0000 00:00:1.0    1 x.cc:2] native warning\n")
     err = capfd.readouterr().err
     assert err == "from python\nW0000 00:00:1.0    1 x.cc:2] native warning\n"
+
+
+def test_a_log_handler_made_inside_the_filter_still_writes_after_it(capfd):
+    # TensorFlow makes its logger's handler while it loads, i.e. inside the block.
+    with _startup.tensorflow_start_filtered():
+        handler = logging.StreamHandler()  # takes sys.stderr as it is now
+    handler.emit(logging.makeLogRecord({"msg": "after the block", "levelno": logging.WARNING}))
+    handler.flush()
+    assert "after the block" in capfd.readouterr().err

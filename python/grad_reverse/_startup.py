@@ -75,6 +75,9 @@ def _dash_m_module(argv: Sequence[str], orig_argv: Sequence[str]) -> str:
     return word
 
 
+_STREAMS_KEPT_OPEN: list = []
+
+
 @contextlib.contextmanager
 def tensorflow_start_filtered(enabled: bool = True) -> Iterator[None]:
     """Inside the block, collects what native code (TensorFlow's C++) writes
@@ -100,9 +103,12 @@ def tensorflow_start_filtered(enabled: bool = True) -> Iterator[None]:
         return
     encoding = getattr(python_stderr, "encoding", None) or "utf-8"
     errors = getattr(python_stderr, "errors", None) or "backslashreplace"
-    with tempfile.TemporaryFile() as native, open(
-        os.dup(original), "w", encoding=encoding, errors=errors, buffering=1
-    ) as direct:
+    direct = open(os.dup(original), "w", encoding=encoding, errors=errors, buffering=1)
+    # Never closed: a logging handler made while TensorFlow loads (TensorFlow
+    # makes its own) keeps the stream it found in sys.stderr, and must still
+    # write after the block. One file descriptor per block.
+    _STREAMS_KEPT_OPEN.append(direct)
+    with tempfile.TemporaryFile() as native:
         os.dup2(native.fileno(), 2)
         sys.stderr = direct
         try:
