@@ -23,7 +23,7 @@ import os
 import re
 import sys
 import tempfile
-from typing import Iterator, Sequence
+from typing import Iterator, Optional, Sequence
 
 PACKAGE = "grad_reverse"
 SCRIPT_NAMES = ("grad-reverse", "grad-reverse.exe", "grad-reverse-script.py")
@@ -45,7 +45,7 @@ _NO_CUDA_DRIVER = "failed call to cuInit"
 _NATIVE_LINE_OF_ITS_OWN = re.compile(r"^(?:import time:|Fatal Python error|terminate called|Segmentation fault|\*\*\* )")
 
 
-def starting_command_line(argv: Sequence[str] = None, orig_argv: Sequence[str] = None) -> bool:
+def starting_command_line(argv: Optional[Sequence[str]] = None, orig_argv: Optional[Sequence[str]] = None) -> bool:
     """True while Python imports this package to run its command line.
 
     `python -m grad_reverse ...`: while Python locates the module to run, it
