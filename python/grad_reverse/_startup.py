@@ -103,10 +103,11 @@ def tensorflow_start_filtered(enabled: bool = True) -> Iterator[None]:
         return
     encoding = getattr(python_stderr, "encoding", None) or "utf-8"
     errors = getattr(python_stderr, "errors", None) or "backslashreplace"
-    direct = open(os.dup(original), "w", encoding=encoding, errors=errors, buffering=1)
-    # Never closed: a logging handler made while TensorFlow loads (TensorFlow
-    # makes its own) keeps the stream it found in sys.stderr, and must still
-    # write after the block. One file descriptor per block.
+    # Never closed (closefd=False: nor warned about at exit): a logging
+    # handler made while TensorFlow loads (TensorFlow makes its own) keeps the
+    # stream it found in sys.stderr, and must still write after the block.
+    # One file descriptor per block.
+    direct = open(os.dup(original), "w", encoding=encoding, errors=errors, buffering=1, closefd=False)
     _STREAMS_KEPT_OPEN.append(direct)
     with tempfile.TemporaryFile() as native:
         os.dup2(native.fileno(), 2)
