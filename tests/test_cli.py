@@ -2,6 +2,7 @@
 TensorFlow's start-up lines kept out of a command's output (and shown with
 --verbose), and the package's import as a user's program sees it."""
 
+import logging
 import os
 import subprocess
 import sys
@@ -50,10 +51,21 @@ def test_our_commands_help_without_importing_tensorflow(command):
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"usage: python -m grad_reverse {command}")
     assert "--verbose" in result.stdout
-    modules = imported_modules(result.stderr)
     # TensorFlow 2.21's importtime output lists tensorflow.python.* but not
     # the `tensorflow` package line itself: look for any of its modules.
-    assert not {m for m in modules if m.split(".")[0] == "tensorflow"}, command
+    assert not tensorflow_modules(imported_modules(result.stderr)), command
+
+
+def tensorflow_modules(modules: set) -> set:
+    return {m for m in modules if m.split(".")[0] == "tensorflow"}
+
+
+def test_importtime_lines_pass_the_start_up_filter():
+    # What the test above relies on: a command that does import TensorFlow
+    # (inside the start-up filter) still lets -X importtime's lines through.
+    result = run_python("-X", "importtime", "-m", "grad_reverse", "example")
+    assert result.returncode == 0, result.stderr
+    assert tensorflow_modules(imported_modules(result.stderr))
 
 
 def test_every_table_module_is_a_module_of_the_package():
@@ -166,6 +178,8 @@ W0000 00:00:1796037022.3    8469 some_file.cc:12] a warning that stays
 E0000 00:00:1796037022.4    8469 cuda_platform.cc:52] failed call to cuInit: INTERNAL: CUDA error: (303)
 E0000 00:00:1796037022.5    8469 other.cc:7] an error that stays
 plain text that stays
+I0000 00:00:1796037022.6    8469 port.cc:153] info again
+import time:       254 |      25025 | grad_reverse
 """
 TF215_START = """\
 2023-08-29 12:35:30.891928: I tensorflow/core/util/port.cc:110] oneDNN custom operations are on.
@@ -180,6 +194,7 @@ def test_filter_drops_info_records_with_their_continuation_and_absl_preamble():
         "E0000 00:00:1796037022.4    8469 cuda_platform.cc:52] failed call to cuInit: INTERNAL: CUDA error: (303)",
         "E0000 00:00:1796037022.5    8469 other.cc:7] an error that stays",
         "plain text that stays",
+        "import time:       254 |      25025 | grad_reverse",
     ]
 
 
@@ -199,3 +214,12 @@ def test_filtered_block_passes_python_stderr_straight_through(capfd):
         os.write(2, b"I0000 00:00:1.0    1 x.cc:1] native info\nW0000 00:00:1.0    1 x.cc:2] native warning\n")
     err = capfd.readouterr().err
     assert err == "from python\nW0000 00:00:1.0    1 x.cc:2] native warning\n"
+
+
+def test_a_log_handler_made_inside_the_filter_still_writes_after_it(capfd):
+    # TensorFlow makes its logger's handler while it loads, i.e. inside the block.
+    with _startup.tensorflow_start_filtered():
+        handler = logging.StreamHandler()  # takes sys.stderr as it is now
+    handler.emit(logging.makeLogRecord({"msg": "after the block", "levelno": logging.WARNING}))
+    handler.flush()
+    assert "after the block" in capfd.readouterr().err

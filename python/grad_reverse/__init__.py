@@ -18,6 +18,7 @@ loads it too.
 """
 
 import importlib
+from typing import Any
 
 from grad_reverse import _startup
 
@@ -57,7 +58,7 @@ def _load() -> None:
         _loading = False
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     # Reached only for names not bound yet: while the command line starts,
     # or while _load() runs.
     if name in _SUBMODULES:

@@ -23,7 +23,7 @@ import os
 import re
 import sys
 import tempfile
-from typing import Iterator, Sequence
+from typing import Iterator, Optional, Sequence
 
 PACKAGE = "grad_reverse"
 SCRIPT_NAMES = ("grad-reverse", "grad-reverse.exe", "grad-reverse-script.py")
@@ -40,9 +40,12 @@ _ABSL_PREAMBLE = "WARNING: All log messages before absl::InitializeLog() is call
 # With the full `tensorflow` wheel on a machine without a usable CUDA driver,
 # the CUDA platform's start-up fails with this error, which only says there is no GPU.
 _NO_CUDA_DRIVER = "failed call to cuInit"
+# Native lines that start something of their own, never a record's
+# continuation: Python's -X importtime, fatal errors, C++ aborts.
+_NATIVE_LINE_OF_ITS_OWN = re.compile(r"^(?:import time:|Fatal Python error|terminate called|Segmentation fault|\*\*\* )")
 
 
-def starting_command_line(argv: Sequence[str] = None, orig_argv: Sequence[str] = None) -> bool:
+def starting_command_line(argv: Optional[Sequence[str]] = None, orig_argv: Optional[Sequence[str]] = None) -> bool:
     """True while Python imports this package to run its command line.
 
     `python -m grad_reverse ...`: while Python locates the module to run, it
@@ -72,6 +75,9 @@ def _dash_m_module(argv: Sequence[str], orig_argv: Sequence[str]) -> str:
     return word
 
 
+_STREAMS_KEPT_OPEN: list = []
+
+
 @contextlib.contextmanager
 def tensorflow_start_filtered(enabled: bool = True) -> Iterator[None]:
     """Inside the block, collects what native code (TensorFlow's C++) writes
@@ -97,9 +103,13 @@ def tensorflow_start_filtered(enabled: bool = True) -> Iterator[None]:
         return
     encoding = getattr(python_stderr, "encoding", None) or "utf-8"
     errors = getattr(python_stderr, "errors", None) or "backslashreplace"
-    with tempfile.TemporaryFile() as native, open(
-        os.dup(original), "w", encoding=encoding, errors=errors, buffering=1
-    ) as direct:
+    # Never closed (closefd=False: nor warned about at exit): a logging
+    # handler made while TensorFlow loads (TensorFlow makes its own) keeps the
+    # stream it found in sys.stderr, and must still write after the block.
+    # One file descriptor per block.
+    direct = open(os.dup(original), "w", encoding=encoding, errors=errors, buffering=1, closefd=False)
+    _STREAMS_KEPT_OPEN.append(direct)
+    with tempfile.TemporaryFile() as native:
         os.dup2(native.fileno(), 2)
         sys.stderr = direct
         try:
@@ -132,6 +142,8 @@ def filter_start_up_lines(text: str, gpu_found: bool = True) -> str:
             dropping = level == "I" or (level == "E" and not gpu_found and _NO_CUDA_DRIVER in line)
         elif line.rstrip("\r\n") == _ABSL_PREAMBLE:
             continue
+        elif _NATIVE_LINE_OF_ITS_OWN.match(line):
+            dropping = False
         # Any other line continues the record before it (TensorFlow's CPU
         # feature notice has two lines) and shares its fate.
         if not dropping:

@@ -29,7 +29,8 @@ def _run(args: argparse.Namespace) -> int:
     # gradient is not being reversed (or far fewer steps were asked for).
     gain = result["mean_target"]["dann"] - result["mean_target"]["source_only"]
     if gain <= 0:
-        print(f"demo: FAIL: DANN's mean target accuracy is not above source-only's ({gain:+.3f})",
+        few = f" after {args.steps} steps (default {DEFAULT_STEPS})" if args.steps < DEFAULT_STEPS else ""
+        print(f"demo: FAIL: DANN's mean target accuracy is not above source-only's ({gain:+.3f}){few}",
               file=sys.stderr)
         return 1
     return 0

@@ -84,7 +84,7 @@ class LineProgress(keras.callbacks.Callback):
         )
 
 
-def fit_progress(label: str, total_steps: int, quiet: bool, stream: TextIO = None) -> tuple[int, list]:
+def fit_progress(label: str, total_steps: int, quiet: bool, stream: Optional[TextIO] = None) -> tuple[int, list]:
     """`(verbose, callbacks)` for one `fit`: nothing when `quiet`; Keras' bar
     on a terminal; `LineProgress` lines otherwise. `stream`: sys.stdout."""
     if quiet:
