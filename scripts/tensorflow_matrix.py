@@ -17,7 +17,8 @@ build, result, skip reasons) and a log per row.
 A row is RELEASE[@PYTHON]; without @PYTHON it uses --python (default 3.11).
 A Python is a version (found as pythonX.Y on PATH or under pyenv) or a path.
 Rows whose interpreter is missing, or for which TensorFlow publishes no wheel,
-are reported as such, not as failures. Exit status: 0 when no row failed.
+are reported as such, not as failures. Exit status: 0 when no row failed
+(with --require-pass, only when every row passed).
 """
 
 from __future__ import annotations
@@ -207,6 +208,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--python", default=DEFAULT_PYTHON, help="Python for rows without @PYTHON (default %(default)s)")
     parser.add_argument("--out", type=Path, default=ROOT / "build-matrix", help="output folder (default %(default)s)")
     parser.add_argument("--keep-venvs", action="store_true", help="keep each row's virtual environment")
+    parser.add_argument("--require-pass", action="store_true",
+                        help="exit 1 unless every row passed (CI: a missing interpreter or wheel is a failure too)")
     args = parser.parse_args(argv)
     texts = args.rows or [*RELEASES, *EXTRA_PYTHON_ROWS]
     try:
@@ -225,6 +228,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             (args.out / "matrix.json").write_text(json.dumps([asdict(r) for r in rows], indent=2) + "\n")
             (args.out / "matrix.md").write_text(markdown(rows))
     print(markdown(rows))
+    if args.require_pass:
+        return 0 if all(row.result == "passed" for row in rows) else 1
     return 0 if all(row.result not in ("failed", "build failed", "install failed") for row in rows) else 1
 
 

@@ -63,3 +63,10 @@ def test_the_table_has_one_line_per_row():
     assert len(table) == 4
     assert table[2] == "| 2.15.1 | 3.11.7 | passed | 93 | 150 | 0 | 3 | yes |  |"
     assert table[3].startswith("| 2.15 | 3.13 | no wheel |") and table[3].endswith("no wheel for 3.13 |")
+
+
+def test_require_pass_turns_a_row_that_did_not_run_into_a_failure(tmp_path, capsys):
+    row = ["2.21@3.99", "--out", str(tmp_path)]  # no Python 3.99: the row cannot run
+    assert matrix.main(row) == 0
+    assert matrix.main([*row, "--require-pass"]) == 1
+    assert "no interpreter" in (tmp_path / "matrix.md").read_text()

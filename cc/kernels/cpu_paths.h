@@ -4,7 +4,8 @@
 // TensorFlow's wheels run on; the x86 paths are compiled per function with
 // target attributes and chosen at run time from the CPU's features. Every
 // path gives the same bits as the portable one (compute in float, round once
-// to nearest even; NaN becomes the quiet NaN of the same sign), which the
+// to nearest even; a NaN becomes a quiet NaN: sign|0x7e00 in half, the
+// float's upper 16 bits with the quiet bit set in bfloat16), which the
 // tests check exhaustively on each path the machine has.
 //
 // Paths, from slowest to fastest:

@@ -28,10 +28,23 @@ def collect() -> dict[str, Any]:
         "cuda_kernels_compiled": _compiled(build, "cuda"),
         "xla_kernels_compiled": _compiled(build, "xla"),
         "tensorflow_cuda_version": build.get("tensorflow_cuda_version") or "none (CPU build)",
+        "cpu_path": _cpu_path(),
         "gpus_visible": gpus,
         "kernels": {op: sorted(kernel_devices(op)) for op in ("GradReverse", "GradReverseGrad")},
         **({"warning": gpu_warning} if gpu_warning else {}),
     }
+
+
+def _cpu_path() -> str:
+    """The CPU backward's vector path (GRAD_REVERSE_CPU_PATH, or the fastest this CPU has)."""
+    try:
+        from grad_reverse import _kernels
+    except ImportError:  # built without the pybind11 module
+        return "unknown (no kernel module)"
+    try:
+        return f"{_kernels.cpu_path()} (available: {', '.join(_kernels.cpu_paths())})"
+    except ValueError as error:  # a bad GRAD_REVERSE_CPU_PATH
+        return f"error: {error}"
 
 
 def _compiled(build: dict[str, Any], feature: str) -> str:

@@ -65,7 +65,12 @@ def export_serving(
     try:
         exported = staging / "saved_model"
         if KERAS_3:
-            model.export(str(exported), verbose=verbose, input_signature=input_signature)
+            # Keras 3.0 had neither keyword (`verbose` came in 3.1-3.2,
+            # `input_signature` later): pass only what is asked for.
+            options = {"verbose": verbose} if "verbose" in _export_parameters(model) else {}
+            if input_signature is not None:
+                options["input_signature"] = input_signature
+            model.export(str(exported), **options)
         elif input_signature is None:
             model.export(str(exported))
         else:
@@ -76,3 +81,9 @@ def export_serving(
             print(report.getvalue(), end="")
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _export_parameters(model: Any) -> frozenset:
+    import inspect
+
+    return frozenset(inspect.signature(model.export).parameters)

@@ -12,7 +12,9 @@ gradient for a bad `lambda` to poison.)
 double casts `-lambda` to double first; half and bfloat16 are cast to float,
 multiplied, and rounded back once (Cast rounds to nearest even, like the
 kernel). Negating is exact, so `dy * (-lambda)` equals the kernel's result
-bit for bit.
+bit for bit for every value but NaN: a NaN stays a NaN, but its payload may
+differ (the kernel keeps a bfloat16 NaN's upper bits, TensorFlow's Cast may
+return the canonical quiet NaN).
 
 Each replaced node keeps its name, so references to it stay valid: in the
 top-level graph they are "node" or "node:0" (output indices are unchanged);

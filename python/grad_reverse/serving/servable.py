@@ -184,5 +184,10 @@ def _move_into_place(staging: Path, dst: Path) -> None:
     # A directory cannot be replaced in one rename: move the old one aside first.
     old = Path(tempfile.mkdtemp(prefix=f".{dst.name}.old-", dir=dst.parent))
     os.replace(dst, old / dst.name)
-    os.replace(staging, dst)
+    try:
+        os.replace(staging, dst)
+    except OSError:
+        os.replace(old / dst.name, dst)  # put the old export back before failing
+        shutil.rmtree(old, ignore_errors=True)
+        raise
     shutil.rmtree(old, ignore_errors=True)

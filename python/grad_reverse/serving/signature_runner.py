@@ -38,7 +38,8 @@ def run_signatures(path: str, tags: list, inputs: dict) -> dict:
             outputs = loaded.signatures[key](**{name: tf.constant(value) for name, value in arguments.items()})
             results[key] = {"outputs": {name: value.numpy() for name, value in outputs.items()}}
         except Exception as error:  # reported to the parent, which decides
-            results[key] = {"error": f"{type(error).__name__}: {str(error).strip().splitlines()[0]}"}
+            first_line = (str(error).strip().splitlines() or [""])[0]  # some errors have no message
+            results[key] = {"error": f"{type(error).__name__}: {first_line}"}
     return results
 
 
