@@ -9,7 +9,8 @@
 #       it (build_tools/tensorflow_requirement.py holds the range; the
 #       environment variable it names allows building anyway).
 #   grad_reverse_probe_tensorflow_features()
-#       sets TF_HAS_XLA_HEADERS and TF_HAS_STREAM_HEADER (ON/OFF).
+#       sets TF_HAS_XLA_HEADERS and TF_HAS_STREAM_HEADER (ON/OFF), and
+#       TF_XLA_HEADERS_NOTE (why not, when the headers are there but unusable).
 #   grad_reverse_check_cuda_versions(NVCC_VERSION TF_CUDA_VERSION OUT_NOTE)
 #       warns when the CUDA toolkit's major version differs from the one
 #       TensorFlow was built with, and returns the note for the build record.
@@ -54,10 +55,53 @@ int main() { return 0; }" ${result_var})
   endif()
 endfunction()
 
+# Runs only the preprocessor (-M: the list of included files) over a source
+# that includes tf_compat.h and then HEADER, with TensorFlow's flags: a
+# release whose headers include files its wheel does not ship fails here in
+# seconds (TensorFlow 2.19's tf2xla headers reach llvm/ADT/ArrayRef.h, which
+# no 2.19 wheel has), instead of failing the build a minute later.
+function(_grad_reverse_header_closure header result_var note_var)
+  set(dir ${CMAKE_BINARY_DIR}/tensorflow-probes)
+  string(MAKE_C_IDENTIFIER "${header}" name)
+  file(WRITE ${dir}/${name}.cc "#include \"cc/ops/tf_compat.h\"\n#include ${header}\n")
+  set(defines "")
+  foreach(define IN LISTS TF_DEFINES)
+    list(APPEND defines "-D${define}")
+  endforeach()
+  execute_process(
+    COMMAND ${CMAKE_CXX_COMPILER} -std=c++17 -M -MF ${dir}/${name}.d ${defines}
+            -I${_grad_reverse_features_dir}/.. -isystem ${TF_INCLUDE_DIR}
+            -isystem ${TF_INCLUDE_DIR}/external/highwayhash
+            -isystem ${TF_INCLUDE_DIR}/external/farmhash_archive/src
+            ${dir}/${name}.cc
+    RESULT_VARIABLE result OUTPUT_QUIET ERROR_VARIABLE error)
+  if(result EQUAL 0)
+    set(${result_var} ON PARENT_SCOPE)
+    set(${note_var} "" PARENT_SCOPE)
+  else()
+    set(${result_var} OFF PARENT_SCOPE)
+    if(error MATCHES "fatal error: ([^:\n]+): No such file")
+      set(${note_var} "its headers include ${CMAKE_MATCH_1}, which this TensorFlow does not ship" PARENT_SCOPE)
+    else()
+      string(REGEX MATCH "error: [^\n]*" first_error "${error}")
+      set(${note_var} "its headers do not preprocess: ${first_error}" PARENT_SCOPE)
+    endif()
+  endif()
+endfunction()
+
 function(grad_reverse_probe_tensorflow_features)
   _grad_reverse_probe(GRAD_REVERSE_TF_HAS_XLA_HEADERS _xla)
   _grad_reverse_probe(GRAD_REVERSE_TF_HAS_STREAM_HEADER _stream)
+  set(xla_note "")
+  if(_xla)
+    _grad_reverse_header_closure("\"tensorflow/compiler/tf2xla/xla_op_kernel.h\"" _xla_closure xla_note)
+    if(NOT _xla_closure)
+      set(_xla OFF)
+      set(xla_note "TensorFlow ${TF_VERSION}'s tf2xla API cannot be compiled against: ${xla_note}")
+    endif()
+  endif()
   set(TF_HAS_XLA_HEADERS ${_xla} PARENT_SCOPE)
+  set(TF_XLA_HEADERS_NOTE "${xla_note}" PARENT_SCOPE)
   set(TF_HAS_STREAM_HEADER ${_stream} PARENT_SCOPE)
 endfunction()
 

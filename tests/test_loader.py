@@ -84,5 +84,8 @@ def test_cuda_kernel_is_compiled_in_when_a_cuda_compiler_was_available():
     assert "GPU" in kernel_devices("GradReverseGrad")
 
 
-def test_xla_kernels_are_compiled_in():
-    assert grad_reverse.BUILD_INFO["xla"], "TensorFlow ships the tf2xla headers, so AUTO should build XLA kernels"
+def test_xla_kernels_are_compiled_in_or_the_build_record_says_why_not():
+    # Exactly when is checked in test_tensorflow_versions (TensorFlow 2.19's
+    # tf2xla headers cannot be compiled against); here: never silently.
+    build = grad_reverse.BUILD_INFO
+    assert build["xla"] or build.get("xla_note"), build

@@ -51,11 +51,11 @@ def use_fallback(build_info: dict) -> bool:
         return False
     if not _warned:
         _warned = True
-        reason = (
-            "the library was built without XLA kernels (rebuild with TensorFlow's tf2xla headers)"
-            if not build_info.get("xla")
-            else "its XLA kernels could not be registered"
-        )
+        if build_info.get("xla"):
+            reason = "its XLA kernels could not be registered"
+        else:
+            why = build_info.get("xla_note") or "rebuild with TensorFlow's tf2xla headers"
+            reason = f"the library was built without XLA kernels ({why})"
         warnings.warn(
             f"grad_reverse: no XLA kernel for GradReverse on {', '.join(sorted(missing))}: {reason}. "
             "Using the pure-Python version inside XLA-compiled functions; results are identical.",
