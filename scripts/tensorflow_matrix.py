@@ -89,9 +89,16 @@ def find_python(spec: str) -> Optional[str]:
 def copy_source(destination: Path) -> str:
     """The tracked and untracked-but-not-ignored files of this tree (what a
     fresh clone with local edits holds), so build folders never leak in.
-    Returns the commit, with "+dirty" when there are local changes."""
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                            cwd=ROOT, capture_output=True, check=True).stdout.decode().split("\0")
+    Returns the commit, with "+dirty" when there are local changes. Outside a
+    git checkout (an unpacked sdist), the tree less build outputs, commit
+    "unknown"."""
+    listing = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                             cwd=ROOT, capture_output=True)
+    if listing.returncode != 0:
+        shutil.copytree(ROOT, destination, dirs_exist_ok=True, ignore=shutil.ignore_patterns(
+            ".git", "build", "build-*", "dist", ".venv*", "__pycache__", "*.so", "*.egg-info"))
+        return "unknown"
+    listed = listing.stdout.decode().split("\0")
     for name in filter(None, listed):
         source = ROOT / name
         if source.is_file():

@@ -70,3 +70,17 @@ def test_require_pass_turns_a_row_that_did_not_run_into_a_failure(tmp_path, caps
     assert matrix.main(row) == 0
     assert matrix.main([*row, "--require-pass"]) == 1
     assert "no interpreter" in (tmp_path / "matrix.md").read_text()
+
+
+def test_a_tree_that_is_not_a_git_checkout_is_copied_too(tmp_path, monkeypatch):
+    tree = tmp_path / "tree"
+    (tree / "python").mkdir(parents=True)
+    (tree / "python" / "module.py").write_text("x = 1\n")
+    (tree / "build" / "cp311").mkdir(parents=True)
+    (tree / "build" / "cp311" / "big.o").write_text("")
+    monkeypatch.setattr(matrix, "ROOT", tree)
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    assert matrix.copy_source(copy) == "unknown"
+    assert (copy / "python" / "module.py").read_text() == "x = 1\n"
+    assert not (copy / "build").exists()
