@@ -184,6 +184,8 @@ def run_row(row: Row, out: Path, source: Path, keep: bool) -> Row:
         if record.returncode == 0:
             info = json.loads(record.stdout)
             row.xla_kernels, row.cuda_kernels = bool(info.get("xla")), bool(info.get("cuda"))
+            if not row.xla_kernels:
+                row.note = f"no XLA kernels: {info.get('xla_note') or 'not built'}"
         junit = work / "junit.xml"
         code, output, row.test_seconds = run(python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not slow",
                                              "-rs", f"--junitxml={junit}", str(source / "tests"))
