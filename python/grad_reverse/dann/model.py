@@ -46,6 +46,16 @@ class _ScheduleState:
                                        aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
 
 
+class _DomainMetrics:
+    """The domain loss and accuracy trackers, held outside Keras' attribute
+    tracking: Keras 2 would count a metric attribute's state among the
+    model's weights (saved, in `get_weights()`). `DANN.metrics` lists them."""
+
+    def __init__(self) -> None:
+        self.loss = keras.metrics.Mean(name="domain_loss")
+        self.accuracy = keras.metrics.Mean(name="domain_accuracy")
+
+
 def _activation_name(head: Any) -> Optional[str]:
     """The name of the activation that produces `head`'s output, when it can be told."""
     activation = getattr(head, "activation", None)
@@ -120,8 +130,7 @@ class DANN(keras.Model):
         self.gamma = _finite("gamma", gamma)
         self.lambda_schedule = lambda_schedule
         self._schedule = _ScheduleState()
-        self.domain_loss_tracker = keras.metrics.Mean(name="domain_loss")
-        self.domain_accuracy_tracker = keras.metrics.Mean(name="domain_accuracy")
+        self._domain_metrics = _DomainMetrics()
         self._domain_loss: Any = None
         self._domain_from_logits = False
         self._domain_loss_weight = 1.0
@@ -134,6 +143,11 @@ class DANN(keras.Model):
         if isinstance(inputs, (tuple, list)) and len(inputs) == 2:
             inputs = inputs[0]
         return self.label_head(self.feature_extractor(inputs, training=training), training=training)
+
+    @property
+    def metrics(self) -> list:
+        """Keras' metrics (the label loss and metrics), then the domain loss and accuracy."""
+        return list(super().metrics) + [self._domain_metrics.loss, self._domain_metrics.accuracy]
 
     # --- compile ---------------------------------------------------------------------
 
@@ -248,8 +262,8 @@ class DANN(keras.Model):
         keras_compat.minimize(self, tape, total)
         self._schedule.step.assign_add(1)
         keras_compat.track_label_loss(self, label_loss, n_source)
-        self.domain_loss_tracker.update_state(domain_loss)
-        self.domain_accuracy_tracker.update_state(domain_accuracy)
+        self._domain_metrics.loss.update_state(domain_loss)
+        self._domain_metrics.accuracy.update_state(domain_accuracy)
         logs = dict(self.compute_metrics(x_source, y_source, y_pred, sample_weight=sample_weight))
         logs["lambda"] = lambda_
         return logs
