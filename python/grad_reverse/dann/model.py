@@ -54,6 +54,10 @@ class _DomainMetrics:
     def __init__(self) -> None:
         self.loss = keras.metrics.Mean(name="domain_loss")
         self.accuracy = keras.metrics.Mean(name="domain_accuracy")
+        # The step's lambda as a metric (reset every step: the last value),
+        # not a plain tensor: Keras 2 sums plain per-replica outputs over
+        # the replicas of a MirroredStrategy.
+        self.lambda_ = keras.metrics.Mean(name="lambda")
 
 
 def _activation_name(head: Any) -> Optional[str]:
@@ -146,8 +150,9 @@ class DANN(keras.Model):
 
     @property
     def metrics(self) -> list:
-        """Keras' metrics (the label loss and metrics), then the domain loss and accuracy."""
-        return list(super().metrics) + [self._domain_metrics.loss, self._domain_metrics.accuracy]
+        """Keras' metrics (the label loss and metrics), then the domain loss and accuracy, and lambda."""
+        own = self._domain_metrics
+        return list(super().metrics) + [own.loss, own.accuracy, own.lambda_]
 
     # --- compile ---------------------------------------------------------------------
 
@@ -264,9 +269,9 @@ class DANN(keras.Model):
         keras_compat.track_label_loss(self, label_loss, n_source)
         self._domain_metrics.loss.update_state(domain_loss)
         self._domain_metrics.accuracy.update_state(domain_accuracy)
-        logs = dict(self.compute_metrics(x_source, y_source, y_pred, sample_weight=sample_weight))
-        logs["lambda"] = lambda_
-        return logs
+        self._domain_metrics.lambda_.reset_state()
+        self._domain_metrics.lambda_.update_state(lambda_)
+        return self.compute_metrics(x_source, y_source, y_pred, sample_weight=sample_weight)
 
     def test_step(self, data: Any) -> dict:
         logs = super().test_step(data)
