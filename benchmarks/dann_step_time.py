@@ -1,7 +1,7 @@
 """Time per training step of `grad_reverse.DANN` against the same DANN wired
 by hand (the moons demo before the class existed), side by side in one run.
 
-    python benchmarks/dann_step_time.py [--rounds 5] [--steps 600] [--warmup 100]
+    python benchmarks/dann_step_time.py [--rounds 9] [--steps 1000] [--warmup 100]
 
 Both train the demo's network on the demo's data (150 source + 150 target
 points per batch, Adam with EMA weights, the paper's lambda ramp to 6) with
@@ -102,8 +102,8 @@ def with_class(domains, seed: int, steps: int, timer: StepTimer) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--steps", type=int, default=600)
+    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--warmup", type=int, default=100)
     args = parser.parse_args()
     if not 0 <= args.warmup < args.steps:

@@ -13,6 +13,7 @@ from dann_models import dann, domains
 from grad_reverse._keras import KERAS_3, keras
 from grad_reverse.dann import DANN, DANNLearningRateSchedule
 from grad_reverse.serving import check_serving, export_serving
+from test_demo import graph_op_types
 
 
 @pytest.fixture(scope="module")
@@ -45,14 +46,6 @@ def test_keras_file_round_trip_predicts_the_same_and_continues_training(trained,
     loaded = keras.models.load_model(path)
     assert int(loaded.optimizer.iterations) == int(trained.optimizer.iterations)  # optimizer state restored
     assert_same_model(loaded, trained)
-
-
-def graph_op_types(concrete_function) -> set:
-    graph_def = concrete_function.graph.as_graph_def()
-    ops = {node.op for node in graph_def.node}
-    for function in graph_def.library.function:
-        ops.update(node.op for node in function.node_def)
-    return ops
 
 
 def test_export_serving_gives_a_label_predictor_without_grad_reverse(trained, tmp_path):
