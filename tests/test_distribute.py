@@ -70,9 +70,10 @@ def as_arrays(lists) -> list[np.ndarray]:
     return [np.asarray(a, np.float32) for a in lists]
 
 
-def run_scenario(args: list[str], env_update: dict[str, str], timeout: float = SCENARIO_TIMEOUT_S) -> dict:
-    """Runs this file as a script and returns its RESULT json."""
-    process = start_scenario(args, env_update)
+def run_scenario(args: list[str], env_update: dict[str, str], timeout: float = SCENARIO_TIMEOUT_S,
+                 script: str = __file__) -> dict:
+    """Runs `script` (this file by default) as a script and returns its RESULT json."""
+    process = start_scenario(args, env_update, script)
     try:
         stdout, stderr = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -84,7 +85,7 @@ def run_scenario(args: list[str], env_update: dict[str, str], timeout: float = S
     return parse_result(process, stdout, stderr)
 
 
-def start_scenario(args: list[str], env_update: dict[str, str]) -> subprocess.Popen:
+def start_scenario(args: list[str], env_update: dict[str, str], script: str = __file__) -> subprocess.Popen:
     # The environment passes through (PYTHONPATH when testing a source tree,
     # nothing when testing an installed package); the script's own directory
     # puts test_layer/conftest on sys.path. CPU only: the scenarios are about
@@ -92,7 +93,7 @@ def start_scenario(args: list[str], env_update: dict[str, str]) -> subprocess.Po
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="-1", TF_CPP_MIN_LOG_LEVEL="2")
     env.pop("TF_CONFIG", None)  # only a worker gets one, its own
     env.update(env_update)
-    return subprocess.Popen([sys.executable, str(Path(__file__).resolve()), *args], env=env,
+    return subprocess.Popen([sys.executable, str(Path(script).resolve()), *args], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -133,6 +134,35 @@ def assert_weights_close(actual, expected, what: str, rtol=1e-5, atol=1e-6) -> N
 
 def max_abs_difference(a, b) -> float:
     return max(float(np.max(np.abs(x - y))) if x.size else 0.0 for x, y in zip(a, b))
+
+
+def run_workers(args: list[str], workers: int, script: str = __file__) -> list[dict]:
+    """Runs `script args` as `workers` MultiWorkerMirroredStrategy workers on
+    127.0.0.1 ports (one TF_CONFIG each); returns their RESULT jsons in task order."""
+    ports = free_loopback_ports(workers)
+    cluster = {"worker": [f"127.0.0.1:{port}" for port in ports]}
+    processes = []
+    outputs = {}
+    try:
+        for index in range(workers):
+            tf_config = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})
+            processes.append(start_scenario(args, {"TF_CONFIG": tf_config}, script))
+        deadline = time.monotonic() + SCENARIO_TIMEOUT_S
+        for index, process in enumerate(processes):
+            try:
+                outputs[index] = process.communicate(timeout=max(1.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                for p in processes:
+                    stop(p)
+                # After a kill, communicate() returns everything each one wrote.
+                stderr = "\n".join(
+                    f"--- worker {i}:\n{(outputs[i] if i in outputs else p.communicate(timeout=30))[1][-3000:]}"
+                    for i, p in enumerate(processes))
+                pytest.fail(f"workers did not finish within {SCENARIO_TIMEOUT_S}s on {cluster}\n{stderr}")
+    finally:
+        for process in processes:
+            stop(process)
+    return [parse_result(processes[i], *outputs[i]) for i in range(workers)]
 
 
 # --------------------------------------------------- scenario: MirroredStrategy
@@ -289,30 +319,7 @@ def test_multi_worker_custom_loop_workers_agree_and_equal_a_single_process_run()
     # Loopback addresses only. (TensorFlow's gRPC server itself listens on
     # 0.0.0.0:<port>, hard-coded in its grpc_server_lib; the workers reach
     # each other through 127.0.0.1.)
-    ports = free_loopback_ports(MW_WORKERS)
-    cluster = {"worker": [f"127.0.0.1:{port}" for port in ports]}
-    processes = []
-    outputs = {}
-    try:
-        for index in range(MW_WORKERS):
-            tf_config = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})
-            processes.append(start_scenario(["worker"], {"TF_CONFIG": tf_config}))
-        deadline = time.monotonic() + SCENARIO_TIMEOUT_S
-        for index, process in enumerate(processes):
-            try:
-                outputs[index] = process.communicate(timeout=max(1.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                for p in processes:
-                    stop(p)
-                # After a kill, communicate() returns everything each one wrote.
-                stderr = "\n".join(
-                    f"--- worker {i}:\n{(outputs[i] if i in outputs else p.communicate(timeout=30))[1][-3000:]}"
-                    for i, p in enumerate(processes))
-                pytest.fail(f"workers did not finish within {SCENARIO_TIMEOUT_S}s on {cluster}\n{stderr}")
-    finally:
-        for process in processes:
-            stop(process)
-    results = [parse_result(processes[i], *outputs[i]) for i in range(MW_WORKERS)]
+    results = run_workers(["worker"], MW_WORKERS)
 
     assert [r["task"] for r in results] == [0, 1] and all(r["replicas"] == 2 for r in results)
     workers = [as_arrays(r["weights"]) for r in results]

@@ -1,5 +1,6 @@
-"""The layer under legacy tf.keras 2 (tf-keras with TF_USE_LEGACY_KERAS=1):
-build, fit, .h5 and SavedModel save/load. Runs in a subprocess because the
+"""The layer and the DANN model under legacy tf.keras 2 (tf-keras with
+TF_USE_LEGACY_KERAS=1): build, fit, save/load (.h5 and SavedModel for the
+layer, .keras for DANN). Runs in a subprocess because the
 Keras flavour is fixed when TensorFlow is first imported."""
 
 import os
@@ -62,7 +63,40 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def test_layer_builds_fits_and_round_trips_under_legacy_tf_keras():
+DANN_SCRIPT = textwrap.dedent(
+    r"""
+    import os, sys, tempfile
+    import numpy as np
+    import tf_keras
+    import grad_reverse
+
+    assert issubclass(grad_reverse.DANN, tf_keras.Model), grad_reverse.DANN.__mro__
+    tf_keras.utils.set_random_seed(0)
+    rng = np.random.default_rng(0)
+    x_source = rng.standard_normal((64, 3)).astype("float32")
+    y_source = (x_source[:, :1] > 0).astype("float32")
+    x_target = (rng.standard_normal((48, 3)) + 1.0).astype("float32")
+    model = grad_reverse.DANN(
+        tf_keras.Sequential([tf_keras.Input((3,)), tf_keras.layers.Dense(6, activation="relu")]),
+        tf_keras.Sequential([tf_keras.Input((6,)), tf_keras.layers.Dense(1, activation="sigmoid")]),
+        tf_keras.Sequential([tf_keras.Input((6,)), tf_keras.layers.Dense(1)]),
+    )
+    model.compile(tf_keras.optimizers.Adam(0.01), "binary_crossentropy", ["accuracy"])
+    history = model.fit(x_source, y_source, target=x_target, batch_size=16, epochs=2, verbose=0)
+    assert set(history.history) == {"loss", "accuracy", "domain_loss", "domain_accuracy", "lambda"}, history.history
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "dann.keras")
+        model.save(path)
+        loaded = tf_keras.models.load_model(path)
+        assert type(loaded) is grad_reverse.DANN
+        np.testing.assert_array_equal(loaded.predict(x_target, verbose=0), model.predict(x_target, verbose=0))
+        loaded.fit(x_source, y_source, target=x_target, batch_size=16, epochs=1, verbose=0)
+    print("legacy keras DANN ok")
+    """
+)
+
+
+def run_under_legacy_keras(script: str) -> subprocess.CompletedProcess:
     try:
         import tf_keras  # noqa: F401
     except ImportError:
@@ -70,6 +104,14 @@ def test_layer_builds_fits_and_round_trips_under_legacy_tf_keras():
             raise
         pytest.skip("tf-keras is not installed (CI installs it for this test: see .ci/run)")
     env = dict(os.environ, TF_USE_LEGACY_KERAS="1", TF_CPP_MIN_LOG_LEVEL="2")
-    result = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=300, env=env)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env)
     assert result.returncode == 0, result.stderr[-4000:]
-    assert "legacy keras ok" in result.stdout
+    return result
+
+
+def test_layer_builds_fits_and_round_trips_under_legacy_tf_keras():
+    assert "legacy keras ok" in run_under_legacy_keras(SCRIPT).stdout
+
+
+def test_dann_model_fits_and_round_trips_under_legacy_tf_keras():
+    assert "legacy keras DANN ok" in run_under_legacy_keras(DANN_SCRIPT).stdout

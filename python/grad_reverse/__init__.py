@@ -4,8 +4,9 @@ Importing the package loads the op library (once) and registers the
 gradients of `GradReverse` and `GradReverseGrad` by op type. Import it before
 loading a SavedModel that contains the op.
 
-Public names: `grad_reverse`, `GradReverse`, `DANNLambdaSchedule`,
-`dann_lambda`, `BUILD_INFO`, `SUPPORTED_DTYPES`, and the modules `reference`
+Public names: `grad_reverse`, `GradReverse`, `DANN` (a Keras model that
+wires domain-adversarial training), `DANNLearningRateSchedule`,
+`DANNLambdaSchedule`, `dann_lambda`, `BUILD_INFO`, `SUPPORTED_DTYPES`, and the modules `reference`
 and `serving`.
 
 One exception: the package's own command line. Python imports this package
@@ -26,7 +27,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BUILD_INFO",
+    "DANN",
     "DANNLambdaSchedule",
+    "DANNLearningRateSchedule",
     "GradReverse",
     "SUPPORTED_DTYPES",
     "dann_lambda",
@@ -43,7 +46,7 @@ _loading = False
 
 def _load() -> None:
     """Imports TensorFlow and the public API: loads the library, registers the gradients."""
-    global _loading, BUILD_INFO, DANNLambdaSchedule, GradReverse, SUPPORTED_DTYPES
+    global _loading, BUILD_INFO, DANN, DANNLambdaSchedule, DANNLearningRateSchedule, GradReverse, SUPPORTED_DTYPES
     global dann_lambda, grad_reverse, reference, serving
     _loading = True
     try:
@@ -51,6 +54,7 @@ def _load() -> None:
         from grad_reverse.layer import GradReverse
         from grad_reverse.ops import BUILD_INFO, SUPPORTED_DTYPES, grad_reverse
         from grad_reverse.schedule import DANNLambdaSchedule, dann_lambda
+        from grad_reverse.dann import DANN, DANNLearningRateSchedule
 
         # Last: it builds on the others.
         from grad_reverse import serving

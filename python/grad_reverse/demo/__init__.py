@@ -3,9 +3,9 @@ Ganin et al., "Domain-Adversarial Training of Neural Networks", JMLR 2016, §5.1
 
 Source domain: two moons, 150 labeled points each. Target domain: 300 fresh
 points of the same distribution rotated by 35°, whose labels training never
-sees. A source-only network and a DANN (the same network plus a domain head
-behind `GradReverse`) are trained with Keras `fit`; the DANN with the paper's
-lambda schedule towards 6.
+sees. A source-only network and a DANN (`grad_reverse.DANN`: the same network
+plus a domain head behind `GradReverse`) are trained with Keras `fit`; the
+DANN with the paper's lambda schedule towards 6.
 
 What to expect (seeds 0-19 on a 2-core x86 CPU): source accuracy 1.00 for
 both networks on every seed; target accuracy 0.69-0.80 (mean 0.74) for
@@ -18,13 +18,13 @@ domain classifier, which can only make the features' means match.
 The modules, one job each:
 
 * `data`: the moons and the rotated target (numpy only);
-* `models`: the two networks, and their accuracy;
-* `training`: datasets, optimizer, schedule, `fit` (why each choice: its docstring);
+* `models`: the two networks (the DANN is a `grad_reverse.DANN`), and their accuracy;
+* `training`: optimizer, batches, `fit` (why each choice: its docstring);
 * `progress`: Keras' bar on a terminal, short lines in files and pipes;
 * `plot`: the decision-boundary picture (matplotlib, the `bench` extra);
 * `experiment`: `run()`, the whole experiment: seeds, report, plot, the
-  serving export (`grad_reverse.serving.export_serving`, `training=False`,
-  so the graph holds stock TensorFlow ops only) and its check, results.json;
+  serving export (`grad_reverse.serving.export_serving` of the DANN's label
+  path, so the graph holds stock TensorFlow ops only) and its check, results.json;
 * `cli`: the `demo` command's options.
 
 This file imports no TensorFlow, so `python -m grad_reverse demo --help` is quick.

@@ -3,8 +3,11 @@ plot, export the DANN for serving and check the export, write results.json."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
+import sys
 import time
 from typing import Any, Callable, Sequence
 
@@ -33,8 +36,9 @@ def describe_setup(steps: int) -> dict[str, str]:
     return {
         "source": f"two moons, {POINTS_PER_MOON} labeled points each, noise {MOON_NOISE}",
         "target": f"{2 * POINTS_PER_MOON} unlabeled points, same distribution rotated {ROTATION_DEGREES:g} deg",
-        "network": f"one hidden layer of {HIDDEN_UNITS} sigmoid units; DANN domain head: logistic unit after GradReverse",
-        "lambda": f"paper schedule lambda_p = {LAMBDA_MAX:g} * (2 / (1 + exp(-{GAMMA:g} p)) - 1), assigned each batch",
+        "network": f"one hidden layer of {HIDDEN_UNITS} sigmoid units; DANN (grad_reverse.DANN) domain head: "
+        "logistic unit after GradReverse",
+        "lambda": f"paper schedule lambda_p = {LAMBDA_MAX:g} * (2 / (1 + exp(-{GAMMA:g} p)) - 1), computed each step",
         "training": f"Adam lr {LEARNING_RATE} keeping EMA weights ({EMA_MOMENTUM}), {steps} steps; batches: "
         f"all {2 * POINTS_PER_MOON} source points (source-only), "
         f"{BATCH_PER_DOMAIN} source + {BATCH_PER_DOMAIN} target points (DANN)",
@@ -57,8 +61,8 @@ def run(
       out_dir: where the PNG, the SavedModel and `results.json` go (created).
       seeds: one experiment per seed (data, initialization, shuffling).
       steps: training steps of each model.
-      quiet: no progress or report lines (the serving check still prints
-        its own report). Otherwise progress is Keras' bar on a terminal and
+      quiet: no progress or report lines (a failing serving check still
+        prints its report, on stderr). Otherwise progress is Keras' bar on a terminal and
         short lines when stdout is a file or a pipe.
 
     Returns a dict: `runs` (per seed: source and target accuracy of
@@ -126,14 +130,20 @@ def run(
     # Imported here: only this step needs the serving tools.
     from grad_reverse.serving import check_serving, export_serving
 
-    # Not model.export(): Keras calls the model with `training` unset, and the
-    # layer then keeps the op (as a custom training loop needs);
-    # export_serving calls it with training=False, which leaves it out.
+    # export_serving: Keras' model.export, then make_servable (which would
+    # replace any GradReverse op by Identity). A DANN's call is the label
+    # path, so the export holds the feature extractor and label head only.
     export = os.path.join(out_dir, EXPORT_NAME)
-    say(f"\nExporting the DANN model of seed {seeds[0]} for serving (training=False: no GradReverse op)")
-    export_serving(dann, export, check=False)
+    say(f"\nExporting the DANN model of seed {seeds[0]} for serving (its label path: no GradReverse op)")
+    # Keras 2's model.export prints its endpoints itself: not when quiet.
+    with contextlib.redirect_stdout(io.StringIO()) if quiet else contextlib.nullcontext():
+        export_serving(dann, export, check=False)
     say("\nServing check of the export:")
-    serving_check = int(check_serving(export))
+    # Quiet: the check's report is kept, and shown (on stderr) only if it fails.
+    report = io.StringIO() if quiet else None
+    serving_check = int(check_serving(export, out=report))
+    if report is not None and serving_check != 0:
+        print(report.getvalue(), end="", file=sys.stderr)
 
     results_path = os.path.join(out_dir, RESULTS_NAME)
     result = {

@@ -1,57 +1,61 @@
 """The two networks of the moons demo and how they are scored.
 
-Both have one hidden layer of 15 sigmoid units. The DANN adds a domain head
-(one logistic unit, as in the paper's shallow DANN) behind `GradReverse`.
+Both have one hidden layer of 15 sigmoid units. The DANN is
+`grad_reverse.DANN` of that layer (the feature extractor), the same label
+head, and a domain head of one logistic unit, as in the paper's shallow DANN.
 Written against the Keras that `grad_reverse._keras` picks, with APIs that
 Keras 2.15 and Keras 3 share.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from grad_reverse._keras import keras
-from grad_reverse.layer import GradReverse
+from grad_reverse.dann import DANN
 
 HIDDEN_UNITS = 15
 
 
-def _features_and_label(seed: int) -> tuple[Any, Any, Any]:
-    # Same seed for both models: they start from the same features and label head.
+def _features(seed: int) -> tuple:
+    # Same seed for both models: they start from the same features and label
+    # head (the weights are drawn in the same order: features, label, domain).
     keras.utils.set_random_seed(seed)
     inputs = keras.Input((2,), name="x")
-    features = keras.layers.Dense(HIDDEN_UNITS, activation="sigmoid", name="features")(inputs)
-    label = keras.layers.Dense(1, activation="sigmoid", name="label")(features)
-    return inputs, features, label
+    return inputs, keras.layers.Dense(HIDDEN_UNITS, activation="sigmoid", name="features")(inputs)
+
+
+def _label(features):
+    return keras.layers.Dense(1, activation="sigmoid", name="label")(features)
 
 
 def build_source_only(seed: int) -> keras.Model:
     """x -> 15 sigmoid units -> P(class 1), initialized from `seed`."""
-    inputs, _, label = _features_and_label(seed)
-    return keras.Model(inputs, label, name="source_only")
+    inputs, features = _features(seed)
+    return keras.Model(inputs, _label(features), name="source_only")
 
 
-def build_dann(seed: int, lambda_: Any) -> keras.Model:
-    """x -> features -> label head, and features -> GradReverse(lambda_) -> domain head.
+def build_dann(seed: int, lambda_max: float, gamma: float) -> DANN:
+    """`DANN`: x -> features -> P(class 1); features -> GradReverse -> P(target domain).
 
-    Outputs `{"label": P(class 1), "domain": P(target)}`; the features and the
-    label head start from the same weights as `build_source_only(seed)`'s.
+    The features and the label head start from the same weights as
+    `build_source_only(seed)`'s; lambda follows the paper's ramp up to `lambda_max`.
     """
-    inputs, features, label = _features_and_label(seed)
-    reversed_features = GradReverse(lambda_=lambda_, name="grad_reverse")(features)
-    domain = keras.layers.Dense(1, activation="sigmoid", name="domain")(reversed_features)
-    return keras.Model(inputs, {"label": label, "domain": domain}, name="dann")
+    inputs, features = _features(seed)
+    feature_extractor = keras.Model(inputs, features, name="feature_extractor")
+    label_inputs = keras.Input((HIDDEN_UNITS,), name="label_features")
+    label_head = keras.Model(label_inputs, _label(label_inputs), name="label_head")
+    domain_inputs = keras.Input((HIDDEN_UNITS,), name="domain_features")
+    domain = keras.layers.Dense(1, activation="sigmoid", name="domain")(domain_inputs)
+    domain_head = keras.Model(domain_inputs, domain, name="domain_head")
+    return DANN(feature_extractor, label_head, domain_head, lambda_max=lambda_max, gamma=gamma, name="dann")
 
 
 def predict_label(model: keras.Model, x: np.ndarray) -> np.ndarray:
     """P(class 1) for each point, from either model."""
     # A direct call, not predict(): predict traces a function per model and
     # input shape, and TensorFlow warns about the retracing.
-    out = model(x, training=False)
-    out = out["label"] if isinstance(out, dict) else out
-    return np.asarray(out).reshape(-1)
+    return np.asarray(model(x, training=False)).reshape(-1)
 
 
 def accuracy(model: keras.Model, x: np.ndarray, y: np.ndarray) -> float:

@@ -1,0 +1,151 @@
+"""The training batches of a `DANN` model: labeled source and unlabeled
+target points joined into one batch, half and half by default.
+
+`paired_dataset` builds them from numpy arrays or `tf.data` datasets of
+different sizes; each element is `((x_source, x_target), y_source)`, the
+Keras `(x, y)` convention: the inputs of both domains, the labels of the
+source. The checks here run before training starts, so bad input gets a
+message naming what was expected instead of a shape error deep in a step.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Optional, Union
+
+import numpy as np
+import tensorflow as tf
+
+ArrayOrDataset = Union[np.ndarray, tf.Tensor, tf.data.Dataset]
+
+# A shuffle buffer for datasets whose length tf.data cannot tell.
+UNKNOWN_LENGTH_SHUFFLE_BUFFER = 10_000
+
+
+def split_batch_size(batch_size: int, source_fraction: float = 0.5) -> tuple[int, int]:
+    """`(source, target)` points per batch: `batch_size` split by `source_fraction`."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 2:
+        raise ValueError(f"batch_size must be an integer of at least 2 (source + target points), got {batch_size!r}")
+    if not 0.0 < float(source_fraction) < 1.0:
+        raise ValueError(f"source_fraction must be between 0 and 1 (exclusive), got {source_fraction!r}")
+    source = min(max(int(round(batch_size * float(source_fraction))), 1), int(batch_size) - 1)
+    return source, int(batch_size) - source
+
+
+def one_pass_steps(source_length: int, source_batch: int) -> int:
+    """One epoch: enough batches to see every labeled source point once."""
+    return max(1, math.ceil(source_length / source_batch))
+
+
+def source_length(source: Any) -> Optional[int]:
+    """The number of labeled source points, or None when a dataset cannot tell."""
+    if isinstance(source, tf.data.Dataset):
+        n = int(source.cardinality())
+        return n if n >= 0 else None
+    return len(source[0])
+
+
+def _is_dataset(value: Any) -> bool:
+    return isinstance(value, tf.data.Dataset)
+
+
+def _labeled_source(source: Any) -> tuple[tf.data.Dataset, tf.TensorShape, Optional[int]]:
+    """The source as a dataset of `(x, y)` points, its feature shape and length."""
+    if _is_dataset(source):
+        spec = source.element_spec
+        if not (isinstance(spec, tuple) and len(spec) == 2):
+            raise ValueError(
+                "DANN: the source data must be labeled: a dataset of (x, y) points "
+                f"(unbatched), got elements {spec}")
+        return source, spec[0].shape, source_length(source)
+    if not (isinstance(source, (tuple, list)) and len(source) == 2 and source[1] is not None):
+        raise ValueError("DANN: the source data must be labeled: pass x and y (arrays of equal length), "
+                         "or a dataset of (x, y) points; got no labels")
+    x, y = (np.asarray(a) if not isinstance(a, tf.Tensor) else a for a in source)
+    if len(x) != len(y):
+        raise ValueError(f"DANN: source x and y must have the same length, got {len(x)} and {len(y)}")
+    if len(x) == 0:
+        raise ValueError("DANN: the source data is empty")
+    return tf.data.Dataset.from_tensor_slices((x, y)), tf.TensorShape(x.shape[1:]), len(x)
+
+
+def _unlabeled_target(target: Any) -> tuple[tf.data.Dataset, tf.TensorShape, Optional[int]]:
+    """The target as a dataset of points, its feature shape and length."""
+    if target is None:
+        raise ValueError("DANN.fit needs unlabeled target-domain data: pass target=<array or dataset of "
+                         "points>, or x as a dataset of ((x_source, x_target), y_source) batches "
+                         "(see paired_dataset)")
+    labeled = "DANN: the target data must be unlabeled (features only, as the model would be called on)"
+    if _is_dataset(target):
+        spec = target.element_spec
+        if isinstance(spec, (tuple, dict)) or not isinstance(spec, tf.TensorSpec):
+            raise ValueError(f"{labeled}: a dataset of single tensors, got elements {spec}")
+        return target, spec.shape, source_length(target)
+    if isinstance(target, (tuple, list)):
+        raise ValueError(f"{labeled}: an array of points, got a {type(target).__name__} "
+                         f"of {len(target)} items (labels?)")
+    x = np.asarray(target) if not isinstance(target, tf.Tensor) else target
+    if len(x) == 0:
+        raise ValueError("DANN: the target data is empty")
+    return tf.data.Dataset.from_tensor_slices(x), tf.TensorShape(x.shape[1:]), len(x)
+
+
+def check_same_features(source_shape: tf.TensorShape, target_shape: tf.TensorShape) -> None:
+    """Source and target points must have the same shape (the model sees both)."""
+    if not source_shape.is_compatible_with(target_shape):
+        raise ValueError(
+            f"DANN: source and target points must have the same shape, got source {source_shape} and "
+            f"target {target_shape} (shapes without the batch dimension)")
+
+
+def _endless_batches(points: tf.data.Dataset, length: Optional[int], batch: int, shuffle: bool,
+                     seed: Optional[int]) -> tf.data.Dataset:
+    if shuffle:
+        points = points.shuffle(length or UNKNOWN_LENGTH_SHUFFLE_BUFFER, seed=seed)
+    return points.repeat().batch(batch, drop_remainder=True)
+
+
+def paired_dataset(
+    source: Any,
+    target: ArrayOrDataset,
+    batch_size: int = 64,
+    *,
+    source_fraction: float = 0.5,
+    shuffle: bool = True,
+    seed: Optional[int] = None,
+) -> tf.data.Dataset:
+    """Endless `((x_source, x_target), y_source)` batches for `DANN.fit`.
+
+    Args:
+      source: labeled source data: `(x, y)` arrays, or a dataset of `(x, y)` points (unbatched).
+      target: unlabeled target data: an array of points, or a dataset of points (unbatched).
+        Its size may differ from the source's; both repeat endlessly.
+      batch_size: points per batch, source and target together.
+      source_fraction: the source share of each batch (half by default).
+      shuffle: reshuffle each domain on every pass.
+      seed: shuffling seed of the source; the target uses `seed + 1`.
+
+    Each batch holds `round(batch_size * source_fraction)` source points and
+    the rest target points; incomplete batches are dropped. Pass
+    `steps_per_epoch` to `fit` (the dataset is endless).
+    """
+    source_points, source_shape, n_source = _labeled_source(source)
+    target_points, target_shape, n_target = _unlabeled_target(target)
+    check_same_features(source_shape, target_shape)
+    source_batch, target_batch = split_batch_size(batch_size, source_fraction)
+    target_seed = None if seed is None else seed + 1
+    sources = _endless_batches(source_points, n_source, source_batch, shuffle, seed)
+    targets = _endless_batches(target_points, n_target, target_batch, shuffle, target_seed)
+    return tf.data.Dataset.zip((sources, targets)).map(
+        lambda labeled, x_target: ((labeled[0], x_target), labeled[1]))
+
+
+def check_paired_spec(spec: Any) -> None:
+    """`fit(x=dataset)`: its elements must be `((x_source, x_target), y_source[, w])` batches."""
+    ok = (isinstance(spec, tuple) and len(spec) in (2, 3) and isinstance(spec[0], tuple) and len(spec[0]) == 2)
+    if not ok:
+        raise ValueError(
+            "DANN.fit: a dataset passed as x must yield ((x_source, x_target), y_source) batches "
+            f"(see grad_reverse.dann.paired_dataset); got elements {spec}. For a dataset of labeled "
+            "source points, pass it with target=<target points>")
+    check_same_features(spec[0][0].shape[1:], spec[0][1].shape[1:])

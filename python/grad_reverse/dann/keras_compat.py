@@ -1,0 +1,70 @@
+"""Where Keras 2 (TensorFlow 2.15, tf-keras) and Keras 3 differ for a custom
+`train_step`, in one place.
+
+* Keras 3 scales the loss for mixed precision inside the tape
+  (`optimizer.scale_loss`) and applies the gradients itself; Keras 2's
+  `optimizer.minimize(loss, vars, tape=tape)` does both (its
+  `LossScaleOptimizer` re-enters the tape).
+* Keras 2's `compute_loss` updates the `loss` metric itself; Keras 3's
+  `train_step` updates `Model._loss_tracker` (a private attribute, present
+  from Keras 3.0 to at least 3.15; tested in tests/test_dann_model.py) after
+  calling it.
+* Keras 3's `compile_from_config` skips a custom `compile()`; `DANN`
+  restores its compile arguments itself (`compile_arguments`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tensorflow as tf
+
+from grad_reverse._keras import KERAS_3, keras
+
+
+def replicas_in_sync() -> int:
+    """Replicas whose gradients the optimizer sums (1 outside tf.distribute)."""
+    return tf.distribute.get_strategy().num_replicas_in_sync
+
+
+def loss_for_gradients(model: Any, loss: tf.Tensor) -> tf.Tensor:
+    """The loss to differentiate, inside the tape: loss-scaled on Keras 3 under mixed precision."""
+    return model.optimizer.scale_loss(loss) if KERAS_3 else loss
+
+
+def minimize(model: Any, tape: tf.GradientTape, loss: tf.Tensor) -> None:
+    """One optimizer step on `model.trainable_variables` from `loss` recorded on `tape`."""
+    variables = model.trainable_variables
+    if KERAS_3:
+        gradients = tape.gradient(loss, variables)
+        model.optimizer.apply_gradients(zip(gradients, variables))
+    else:
+        model.optimizer.minimize(loss, variables, tape=tape)
+
+
+def track_label_loss(model: Any, loss: tf.Tensor, batch_size: tf.Tensor) -> None:
+    """Records the (per-replica scaled) label loss in the model's `loss` metric."""
+    if KERAS_3:
+        unscaled = loss * tf.cast(replicas_in_sync(), loss.dtype)
+        model._loss_tracker.update_state(unscaled, sample_weight=batch_size)
+    # Keras 2: compute_loss (compiled_loss) has updated it already.
+
+
+def label_loss_tracker(model: Any) -> Any:
+    """The metric behind the `loss` log entry (for tests of this module)."""
+    if KERAS_3:
+        return model._loss_tracker
+    return model.compiled_loss.metrics[0]
+
+
+def compile_arguments(config: dict) -> dict:
+    """`get_compile_config()`'s dict back as `compile()` keyword arguments."""
+    return keras.saving.deserialize_keras_object(config)
+
+
+def serialize(obj: Any) -> Any:
+    return keras.saving.serialize_keras_object(obj)
+
+
+def deserialize(config: Any) -> Any:
+    return keras.saving.deserialize_keras_object(config)

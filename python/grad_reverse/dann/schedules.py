@@ -1,0 +1,75 @@
+"""The two schedules of Ganin et al. (JMLR 2016) that a `DANN` model uses.
+
+* `lambda_at_step`: the adaptation factor `lambda_p` inside the training
+  step, from the step counter and the fit's total steps (a graph op, so it
+  is exact per step under `steps_per_execution > 1` and XLA).
+* `DANNLearningRateSchedule`: the paper's learning-rate decay
+  `mu_0 / (1 + alpha * p) ** beta` as a serializable Keras
+  `LearningRateSchedule`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import tensorflow as tf
+
+from grad_reverse._keras import keras
+
+
+def _finite(name: str, value: float) -> float:
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value}")
+    return value
+
+
+def lambda_at_step(step: tf.Tensor, total_steps: tf.Tensor, gamma: float, lambda_max: float) -> tf.Tensor:
+    """`dann_lambda(step / (total_steps - 1), gamma, lambda_max)` as a float32 tensor.
+
+    The same progress as `DANNLambdaSchedule`: the first step of a fit trains
+    with 0, its last with ~`lambda_max`; progress is clipped to [0, 1].
+    """
+    denominator = tf.maximum(tf.cast(total_steps, tf.float32) - 1.0, 1.0)
+    progress = tf.clip_by_value(tf.cast(step, tf.float32) / denominator, 0.0, 1.0)
+    return lambda_max * (2.0 / (1.0 + tf.exp(-gamma * progress)) - 1.0)
+
+
+@keras.saving.register_keras_serializable(package="grad_reverse")
+class DANNLearningRateSchedule(keras.optimizers.schedules.LearningRateSchedule):
+    """`initial_learning_rate / (1 + alpha * p) ** beta`, `p = step / decay_steps` (clipped to 1).
+
+    Ganin et al. (JMLR 2016, §5.2.2) anneal the learning rate this way with
+    `mu_0 = 0.01, alpha = 10, beta = 0.75`, `p` being the training progress
+    from 0 to 1. `decay_steps` is the number of optimizer steps of the whole
+    training (`epochs * steps_per_epoch`); after it the rate stays at
+    `initial_learning_rate / (1 + alpha) ** beta`.
+    """
+
+    def __init__(
+        self,
+        initial_learning_rate: float = 0.01,
+        decay_steps: int = 1,
+        alpha: float = 10.0,
+        beta: float = 0.75,
+    ) -> None:
+        super().__init__()
+        self.initial_learning_rate = _finite("initial_learning_rate", initial_learning_rate)
+        if isinstance(decay_steps, bool) or not isinstance(decay_steps, int) or decay_steps < 1:
+            raise ValueError(f"decay_steps must be an integer of at least 1 (the fit's total steps), got {decay_steps!r}")
+        self.decay_steps = decay_steps
+        self.alpha = _finite("alpha", alpha)
+        self.beta = _finite("beta", beta)
+
+    def __call__(self, step: Any) -> tf.Tensor:
+        progress = tf.minimum(tf.cast(step, tf.float32) / float(self.decay_steps), 1.0)
+        return self.initial_learning_rate / tf.pow(1.0 + self.alpha * progress, self.beta)
+
+    def get_config(self) -> dict[str, Any]:
+        return {
+            "initial_learning_rate": self.initial_learning_rate,
+            "decay_steps": self.decay_steps,
+            "alpha": self.alpha,
+            "beta": self.beta,
+        }

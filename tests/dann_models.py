@@ -1,0 +1,74 @@
+"""Small models for the DANN tests (a helper module, not a test file)."""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+
+from grad_reverse._keras import keras
+from grad_reverse.dann import DANN
+
+
+def parts(seed: int = 0, features: int = 2, hidden: int = 8, domain_activation: str = "sigmoid",
+          domain_units: int = 1) -> tuple:
+    """A feature extractor, a sigmoid label head and a domain head, seeded."""
+    keras.utils.set_random_seed(seed)
+    feature_extractor = keras.Sequential([keras.Input((features,)), keras.layers.Dense(hidden, activation="tanh")])
+    label_head = keras.Sequential([keras.Input((hidden,)), keras.layers.Dense(1, activation="sigmoid")])
+    domain_head = keras.Sequential([keras.Input((hidden,)), keras.layers.Dense(4, activation="relu"),
+                                    keras.layers.Dense(domain_units, activation=domain_activation)])
+    return feature_extractor, label_head, domain_head
+
+
+def dann(seed: int = 0, **kwargs) -> DANN:
+    return DANN(*parts(seed), **kwargs)
+
+
+def domains(seed: int = 0, n_source: int = 96, n_target: int = 80) -> tuple:
+    """Labeled source points, and target points shifted away from them."""
+    rng = np.random.default_rng(seed)
+    x_source = rng.standard_normal((n_source, 2)).astype("float32")
+    y_source = (x_source[:, :1] + x_source[:, 1:] > 0).astype("float32")
+    x_target = (rng.standard_normal((n_target, 2)) + [1.5, -1.0]).astype("float32")
+    return x_source, y_source, x_target
+
+
+def reversal_dann(lambda_schedule: str = "paper", lambda_max: float = 1.0, gamma: float = 10.0) -> DANN:
+    """A DANN whose only weight that trains, `w` (features = w * x), moves by
+    exactly +lambda per SGD(1) step on x = 1: the label head is a frozen zero,
+    and the domain loss is the mean of the domain head's (frozen, identity)
+    output, so d loss / d w = -lambda behind the reversal."""
+    feature_extractor = keras.Sequential([keras.Input((1,)), keras.layers.Dense(
+        1, use_bias=False, kernel_initializer="ones", name="w")])
+    label_head = keras.Sequential([keras.Input((1,)), keras.layers.Dense(
+        1, use_bias=False, kernel_initializer="zeros", trainable=False)])
+    domain_head = keras.Sequential([keras.Input((1,)), keras.layers.Dense(
+        1, use_bias=False, kernel_initializer="ones", trainable=False)])
+    return DANN(feature_extractor, label_head, domain_head, lambda_schedule=lambda_schedule,
+                lambda_max=lambda_max, gamma=gamma)
+
+
+def compile_reversal(model: DANN, **kwargs) -> None:
+    model.compile(keras.optimizers.SGD(1.0), loss="mse",
+                  domain_loss=lambda y_true, y_pred: tf.reduce_sum(y_pred, axis=-1), **kwargs)
+
+
+def ones(n: int) -> tuple:
+    return np.ones((n, 1), "float32"), np.zeros((n, 1), "float32"), np.ones((n, 1), "float32")
+
+
+class RecordW(keras.callbacks.Callback):
+    """`w` before training and after every (executed) batch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w: list = []
+
+    def on_train_begin(self, logs=None):
+        self.w = [self._w()]
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.w.append(self._w())
+
+    def _w(self) -> float:
+        return float(self.model.feature_extractor.get_layer("w").kernel.numpy()[0, 0])

@@ -1,0 +1,133 @@
+"""`grad_reverse.DANN` under tf.distribute: Keras `fit` with MirroredStrategy
+over two logical CPU devices, and the class's `train_step` driven by a
+custom loop under MultiWorkerMirroredStrategy with two local workers (Keras
+3's `fit` fails there even without our op: keras#20585). Both compared with
+one device training on the same global batches.
+
+The scenarios run in fresh processes (this file as a script), with the
+helpers of test_distribute.py; each prints one `RESULT <json>` line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from dann_models import dann, domains
+from grad_reverse._keras import keras
+from test_distribute import RESULT_MARKER, as_arrays, as_lists, assert_weights_close, max_abs_difference
+from test_distribute import run_scenario, run_workers
+
+SOURCE_PER_BATCH = 16  # global batch: 16 source + 16 target points
+STEPS = 6
+
+
+def global_batches() -> tf.data.Dataset:
+    """The same global batches everywhere: the first points of each domain, in order."""
+    x_source, y_source, x_target = domains()
+    k = SOURCE_PER_BATCH
+    return tf.data.Dataset.from_tensors(((x_source[:k], x_target[:k]), y_source[:k])).repeat()
+
+
+def compiled(lambda_schedule: str = "paper") -> keras.Model:
+    model = dann(lambda_max=2.0, lambda_schedule=lambda_schedule)
+    model.compile(keras.optimizers.SGD(0.2), "binary_crossentropy")
+    return model
+
+
+def one_device(initial, lambda_schedule: str = "paper") -> tuple:
+    """STEPS steps on one device from `initial`: (weights, lambda logs)."""
+    model = compiled(lambda_schedule)
+    model(np.zeros((1, 2), "float32"))
+    model.set_weights(initial)
+    history = model.fit(global_batches(), epochs=1, steps_per_epoch=STEPS, verbose=0)
+    return model.get_weights(), history.history["lambda"]
+
+
+# --------------------------------------------------------------- scenarios
+
+
+def mirrored_scenario() -> dict:
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    with strategy.scope():
+        model = compiled()
+        model(np.zeros((1, 2), "float32"))
+    initial = model.get_weights()
+    history = model.fit(global_batches(), epochs=1, steps_per_epoch=STEPS, verbose=0)
+    single, single_lambda = one_device(initial)
+    unreversed, _ = one_device(initial, lambda_schedule="constant")  # lambda 2 from the start
+    return {"replicas": strategy.num_replicas_in_sync, "initial": as_lists(initial),
+            "mirrored": as_lists(model.get_weights()), "lambda": history.history["lambda"],
+            "single": as_lists(single), "single_lambda": single_lambda, "other_schedule": as_lists(unreversed)}
+
+
+def worker_scenario() -> dict:
+    """One worker: the class's train_step in a custom loop, on its half of each global batch."""
+    options = tf.distribute.experimental.CommunicationOptions(timeout_seconds=60)
+    strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
+    (x_source, x_target), y_source = next(iter(global_batches()))
+    per_replica = SOURCE_PER_BATCH // strategy.num_replicas_in_sync
+
+    def shard(ctx):
+        rows = slice(ctx.replica_id_in_sync_group * per_replica, (ctx.replica_id_in_sync_group + 1) * per_replica)
+        return (x_source[rows], x_target[rows]), y_source[rows]
+
+    with strategy.scope():
+        model = compiled()
+        model(np.zeros((1, 2), "float32"))
+        model.optimizer.build(model.trainable_variables)
+    model.set_schedule_steps(STEPS)
+    initial = model.get_weights()
+    batch = strategy.experimental_distribute_values_from_function(shard)
+
+    @tf.function
+    def train_step(batch):
+        logs = strategy.run(model.train_step, args=(batch,))
+        return strategy.experimental_local_results(logs["lambda"])[0]
+
+    lambdas = [float(train_step(batch)) for _ in range(STEPS)]
+    return {"task": json.loads(os.environ["TF_CONFIG"])["task"]["index"], "replicas": strategy.num_replicas_in_sync,
+            "initial": as_lists(initial), "weights": as_lists(model.get_weights()), "lambda": lambdas}
+
+
+# ------------------------------------------------------------------- tests
+
+
+def test_mirrored_fit_equals_one_device_on_the_same_global_batches():
+    result = run_scenario(["mirrored"], {}, script=__file__)
+    assert result["replicas"] == 2
+    initial, mirrored, single = (as_arrays(result[k]) for k in ("initial", "mirrored", "single"))
+    assert max_abs_difference(single, initial) > 1e-2  # training moved the weights
+    assert_weights_close(mirrored, single, "MirroredStrategy DANN fit vs one device")
+    assert result["lambda"] == pytest.approx(result["single_lambda"], rel=1e-6)
+    # Another lambda ends elsewhere: the comparison above can tell.
+    assert max_abs_difference(as_arrays(result["other_schedule"]), single) > 1e-3
+
+
+@pytest.mark.slow
+def test_multi_worker_custom_loop_of_train_step_equals_one_process():
+    results = run_workers(["worker"], 2, script=__file__)
+    assert [r["task"] for r in results] == [0, 1] and all(r["replicas"] == 2 for r in results)
+    workers = [as_arrays(r["weights"]) for r in results]
+    for a, b in zip(*workers):
+        np.testing.assert_array_equal(a, b)
+    single, single_lambda = one_device(as_arrays(results[0]["initial"]))
+    assert max_abs_difference(single, as_arrays(results[0]["initial"])) > 1e-2
+    assert_weights_close(workers[0], single, "MultiWorkerMirroredStrategy train_step loop vs one process")
+    # The step's lambda, per step, as in fit.
+    expected = [2.0 * (2.0 / (1.0 + np.exp(-10.0 * s / (STEPS - 1))) - 1.0) for s in range(STEPS)]
+    np.testing.assert_allclose(results[0]["lambda"], expected, rtol=1e-5)
+    assert single_lambda[-1] == pytest.approx(expected[-1], rel=1e-5)
+
+
+SCENARIOS = {"mirrored": mirrored_scenario, "worker": worker_scenario}
+
+if __name__ == "__main__":
+    print(RESULT_MARKER + json.dumps(SCENARIOS[sys.argv[1]]()), flush=True)
