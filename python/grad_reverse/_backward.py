@@ -139,7 +139,7 @@ def _gpu_kernel_problem(build_info: Mapping[str, Any], driver: Optional[int]) ->
     if driver is None or driver < 0 or library_major is None:
         what = "the driver's CUDA version" if library_major is not None else "the CUDA version the library was built with"
         return (f"grad_reverse could not determine {what}, so its CUDA kernels may not run here",
-                f"reinstall the NVIDIA driver or {rebuild[0].lower() + rebuild[1:]}")
+                f"check the NVIDIA driver installation, or {rebuild}")
     if driver == 0 or driver // 1000 < library_major:
         found = "no NVIDIA driver was found" if driver == 0 else (
             f"the NVIDIA driver supports CUDA {_gpu_support.format_cuda_version(driver)}")
