@@ -159,8 +159,13 @@ def test_the_driver_query_answers_in_every_build():
 def test_info_reports_the_backward_and_its_warning(monkeypatch):
     from grad_reverse import info
 
+    monkeypatch.setattr(ops, "BACKWARD", decide("auto", CUDA_13, [], None))
     report = info.collect()
-    assert report["backward"] == f"{ops.BACKWARD.summary} (GRAD_REVERSE_BACKWARD={ops.BACKWARD.mode})"
+    assert report["backward"] == "native GradReverseGrad kernel: no GPU visible (GRAD_REVERSE_BACKWARD=auto)"
+    assert "warning" not in report
+    monkeypatch.setattr(ops, "BACKWARD", decide("stock", CUDA_13, [], None))
+    assert info.collect()["backward"] == ("stock TensorFlow ops (dy * -lambda) on every device: "
+                                          "chosen by GRAD_REVERSE_BACKWARD=stock")
     monkeypatch.setattr(ops, "BACKWARD", decide("auto", CUDA_13, GPUS, 12040))
     report = info.collect()
     assert report["backward"].startswith("stock TensorFlow ops (dy * -lambda) on every device: the library's CUDA")

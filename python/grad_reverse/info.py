@@ -30,7 +30,8 @@ def collect() -> dict[str, Any]:
         "cpu_path": _cpu_path(),
         "gpus_visible": gpus,
         "kernels": {op: sorted(kernel_devices(op)) for op in ("GradReverse", "GradReverseGrad")},
-        "backward": f"{backward.summary} ({_backward.ENV_VAR}={backward.mode})",
+        # A mode set by hand is named in the reason already.
+        "backward": backward.summary + (f" ({_backward.ENV_VAR}=auto)" if backward.mode == _backward.AUTO else ""),
         **({"warning": backward.warning} if backward.warning else {}),
     }
 
