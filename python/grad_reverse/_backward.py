@@ -118,7 +118,7 @@ def decide(
         return Backward(mode, NATIVE, f"native CUDA kernel on the GPU; {_cuda_versions(build_info, driver_cuda_version)}")
     return Backward(mode, STOCK, problem, (
         f"grad_reverse: {devices}, but {problem}. GradReverse's gradient therefore uses "
-        f"{_STOCK_DESCRIPTION}, which run on the GPU with results bitwise equal to the kernel's. "
+        f"{_STOCK_DESCRIPTION}, which run on the GPU and round as the kernel does. "
         f"For the native kernel: {fix} {_SILENCE}"
     ))
 
@@ -172,7 +172,7 @@ def choose(
     driver = driver_cuda_version() if needs_driver_version(mode, build_info, gpus) else None
     backward = decide(value, build_info, gpus, driver)
     if backward.warning:
-        warnings.warn(backward.warning, RuntimeWarning, stacklevel=3)
+        warnings.warn(backward.warning, RuntimeWarning, stacklevel=2)
     return backward
 
 
