@@ -1,6 +1,8 @@
-"""The op on a GPU: placement, forward buffer sharing, the CUDA backward kernel
-bitwise equal to the CPU kernel, the in-place path, a tf.Variable lambda (host
-memory), large odd lengths, a misaligned buffer, tf.function.
+"""The op on a GPU: placement, forward buffer sharing (in every build), the
+CUDA backward kernel (in a CUDA build) and the stock-ops backward bitwise equal
+to the CPU kernel, the backward the package chose, the in-place path, a
+tf.Variable lambda (host memory), large odd lengths, a misaligned buffer,
+tf.function.
 
 Runs when TensorFlow sees a GPU; skipped otherwise (tensorflow-cpu, or no CUDA
 device). The kernel itself is also checked without TensorFlow by
@@ -16,7 +18,7 @@ import pytest
 import tensorflow as tf
 
 import grad_reverse
-from grad_reverse import _xla
+from grad_reverse import _backward, _gpu_support, _xla
 from conftest import LAMBDAS, assert_bitwise_equal, data_pointer, random_tensor
 from conftest import native_forward_backward as forward_backward
 
@@ -26,6 +28,10 @@ pytestmark = pytest.mark.skipif(
 )
 
 GPU, CPU = "/GPU:0", "/CPU:0"
+# Tests of GradReverseGrad's own GPU kernel, which only a CUDA build has.
+needs_cuda_kernel = pytest.mark.skipif(
+    not grad_reverse.BUILD_INFO.get("cuda"), reason="the library was built without CUDA kernels"
+)
 SHAPES = [[], [1], [7], [3, 67], [2, 3, 4, 5], [0], [2, 0, 3]]
 
 
@@ -53,13 +59,36 @@ def grad_reverse_grad(dy, lambda_):
     return grad_reverse.ops._library.grad_reverse_grad(dy, lambda_)
 
 
-def test_library_has_gpu_kernels_for_both_ops():
-    assert grad_reverse.BUILD_INFO.get("cuda"), (
-        "TensorFlow sees a GPU but the op library was built without CUDA: rebuild with a CUDA "
-        "toolkit (nvcc on PATH, or -DGRAD_REVERSE_CUDA=ON)"
-    )
-    for op in ("GradReverse", "GradReverseGrad"):
-        assert "GPU" in _xla.kernel_devices(op), f"no GPU kernel registered for {op}"
+def test_forward_has_a_gpu_kernel_and_the_backward_one_exactly_in_a_cuda_build():
+    assert "GPU" in _xla.kernel_devices("GradReverse")
+    assert ("GPU" in _xla.kernel_devices("GradReverseGrad")) == bool(grad_reverse.BUILD_INFO.get("cuda"))
+
+
+def test_auto_uses_the_cuda_kernel_where_it_can_run_and_stock_ops_otherwise():
+    backward, build = grad_reverse.ops.BACKWARD, grad_reverse.BUILD_INFO
+    if backward.mode != "auto":
+        pytest.skip(f"GRAD_REVERSE_BACKWARD={backward.mode} chose")
+    if not build.get("cuda"):
+        assert backward.kernel == "stock" and "has no CUDA kernels" in backward.warning, backward
+        return
+    driver = grad_reverse._loader.cuda_driver_version()
+    assert driver > 0, "TensorFlow sees a GPU, so the driver must answer"
+    can_run = driver // 1000 >= _gpu_support.major_version(build["cuda_toolkit_version"])
+    assert backward.kernel == ("native" if can_run else "stock"), (driver, backward)
+
+
+def test_stock_backward_on_the_gpu_is_bitwise_equal_to_the_cpu_kernel(dtype):
+    # Values are normal (see normal_tensor), so no NaN payload or flushing
+    # question arises: this compares the rounding.
+    dy_host = normal_tensor([4099], dtype, 9)
+    dy_gpu, dy_cpu = on(GPU, dy_host), on(CPU, dy_host)
+    for lambda_ in LAMBDAS:
+        with tf.device(GPU):
+            dx_gpu = _backward.stock_reverse(dy_gpu, tf.constant(lambda_))
+        with tf.device(CPU):
+            dx_cpu = grad_reverse_grad(dy_cpu, lambda_)
+        assert_on(GPU, dx_gpu)
+        assert_bitwise_equal(dx_gpu, dx_cpu)
 
 
 def test_forward_runs_on_the_gpu_and_shares_the_input_buffer(dtype):
@@ -72,6 +101,7 @@ def test_forward_runs_on_the_gpu_and_shares_the_input_buffer(dtype):
     assert_bitwise_equal(y, x)
 
 
+@needs_cuda_kernel
 def test_backward_on_the_gpu_is_bitwise_equal_to_the_cpu_kernel(dtype):
     for index, shape in enumerate(SHAPES):
         dy_host = normal_tensor(shape, dtype, seed=10 + index)
@@ -103,6 +133,7 @@ def test_gradient_tape_on_the_gpu_matches_the_cpu_eagerly_and_under_tf_function(
             assert_bitwise_equal(dx, dx_cpu)
 
 
+@needs_cuda_kernel
 def test_backward_on_the_gpu_writes_into_a_forwardable_dy_and_the_check_can_tell():
     # The allocator's peak tells whether dx got its own buffer. float32 only:
     # the forwarding is the same template code for every dtype.
@@ -140,6 +171,7 @@ def test_backward_on_the_gpu_writes_into_a_forwardable_dy_and_the_check_can_tell
     assert grown_copy > 1.5 * nbytes, (grown_copy, nbytes)
 
 
+@needs_cuda_kernel
 def test_in_place_path_on_the_gpu_matches_the_cpu_kernel(dtype):
     dy_host = normal_tensor([4099], dtype, 3)
 
@@ -182,6 +214,7 @@ def test_variable_lambda_is_read_on_every_step_without_retracing(variable_device
     assert step.experimental_get_tracing_count() == 1
 
 
+@needs_cuda_kernel
 def test_large_odd_length_on_the_gpu_matches_the_cpu_kernel(dtype):
     dy_host = normal_tensor([(1 << 22) + 3], dtype, 6)
     with tf.device(GPU):
@@ -230,6 +263,7 @@ def misaligned_gpu_tensor(values: tf.Tensor):
     return None, "; ".join(reasons)
 
 
+@needs_cuda_kernel
 def test_misaligned_dy_on_the_gpu_matches_the_cpu_kernel(dtype):
     dy_host = normal_tensor([4097], dtype, 7)
     dy, why_not = misaligned_gpu_tensor(dy_host)

@@ -12,11 +12,9 @@ import pytest
 import tensorflow as tf
 
 import grad_reverse
-from grad_reverse import _gpu_support
 
 ROOT = Path(__file__).resolve().parents[1]
 PROVIDER = ROOT / "build_tools" / "tensorflow_requirement.py"
-FAKE_GPUS = ["/physical_device:GPU:0"]
 
 
 def load_provider():
@@ -194,38 +192,3 @@ def test_the_build_is_quiet_when_cuda_majors_match_or_tensorflow_has_no_cuda(tmp
     result = run_cmake_check(tmp_path, nvcc, tf_cuda)
     assert result.returncode == 0 and "Warning" not in result.stderr
     assert "note=[]" in result.stdout
-
-
-def test_import_warns_once_when_gpus_are_visible_but_the_library_has_no_cuda_kernels():
-    build = {"cuda": False, "cuda_note": "no CUDA toolkit (nvcc) found at build time",
-             "tensorflow_cuda_version": "12.5.1"}
-    with pytest.warns(RuntimeWarning) as record:
-        message = _gpu_support.warn_if_gpu_without_kernels(build, visible_gpus=lambda: FAKE_GPUS)
-    assert len(record) == 1 and str(record[0].message) == message
-    assert "1 GPU(s) (/physical_device:GPU:0)" in message
-    assert "no CUDA toolkit (nvcc) found at build time" in message
-    assert "GradReverseGrad will run on the CPU, copying each gradient from the GPU and back" in message
-    assert "unless XLA compiles it" in message and "CUDA 12.5.1 toolkit" in message
-    assert "pip install --force-reinstall --no-deps ." in message
-
-
-def test_no_warning_and_no_device_query_when_the_library_has_cuda_kernels(recwarn):
-    def must_not_be_called():
-        raise AssertionError("asked for devices although the library has CUDA kernels")
-
-    assert _gpu_support.warn_if_gpu_without_kernels({"cuda": True}, visible_gpus=must_not_be_called) is None
-    assert _gpu_support.warn_if_gpu_without_kernels({"cuda": False}, visible_gpus=lambda: []) is None
-    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
-
-
-def test_info_says_the_same_when_gpus_are_visible_without_cuda_kernels(monkeypatch):
-    from grad_reverse import info
-
-    monkeypatch.setattr(grad_reverse, "BUILD_INFO", dict(grad_reverse.BUILD_INFO, cuda=False,
-                                                           cuda_note="no CUDA toolkit (nvcc) found at build time"))
-    real = tf.config.list_physical_devices
-    monkeypatch.setattr(tf.config, "list_physical_devices",
-                        lambda kind=None: [tf.config.PhysicalDevice(FAKE_GPUS[0], "GPU")] if kind == "GPU" else real(kind))
-    report = info.collect()
-    assert report["cuda_kernels_compiled"] == "no (no CUDA toolkit (nvcc) found at build time)"
-    assert "GradReverseGrad will run on the CPU" in report["warning"]

@@ -188,6 +188,13 @@ int NegScaleCuda(const void* in, void* out, int64_t n, float lambda,
   return cudaErrorInvalidValue;
 }
 
+int CudaDriverVersion() {
+  // The runtime is linked statically: this asks the driver library it loads
+  // (libcuda), whatever CUDA the TensorFlow install ships.
+  int version = 0;
+  return cudaDriverGetVersion(&version) == cudaSuccess ? version : -1;
+}
+
 const char* CudaErrorString(int error) {
   return cudaGetErrorString(static_cast<cudaError_t>(error));
 }

@@ -35,6 +35,10 @@ bool CudaCompiledIn();
 int NegScaleCuda(const void* in, void* out, int64_t n, float lambda,
                  DType dtype, cudaStream_t stream);
 
+// The CUDA version the installed driver supports, as 1000 * major + 10 *
+// minor; 0 when no driver is installed; -1 without CUDA support or on error.
+int CudaDriverVersion();
+
 // Message for a value returned by NegScaleCuda.
 const char* CudaErrorString(int error);
 

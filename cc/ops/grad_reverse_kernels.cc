@@ -141,6 +141,24 @@ TF_CALL_float(REGISTER_CPU);
 TF_CALL_double(REGISTER_CPU);
 #undef REGISTER_CPU
 
+// The forward on the GPU in every build, CUDA compiled or not: its kernel is
+// host code (the output is the input's buffer; lambda is in host memory), so
+// a GPU model never copies its activations to the CPU and back for it. The
+// backward's GPU kernel needs CUDA (below); without it the package's Python
+// gradient uses stock TensorFlow ops, which run on the GPU (ops.py).
+#define REGISTER_GPU_FORWARD(T)                                             \
+  REGISTER_KERNEL_BUILDER(Name("GradReverse")                               \
+                              .Device(DEVICE_GPU)                           \
+                              .HostMemory("lambda")                         \
+                              .TypeConstraint<T>("T"),                      \
+                          GradReverseOp);
+
+TF_CALL_half(REGISTER_GPU_FORWARD);
+TF_CALL_bfloat16(REGISTER_GPU_FORWARD);
+TF_CALL_float(REGISTER_GPU_FORWARD);
+TF_CALL_double(REGISTER_GPU_FORWARD);
+#undef REGISTER_GPU_FORWARD
+
 #if GRAD_REVERSE_WITH_CUDA
 
 // Enqueues the framework-free CUDA kernel on this op's stream.
@@ -161,11 +179,6 @@ struct OnGpu {
 };
 
 #define REGISTER_GPU(T)                                                     \
-  REGISTER_KERNEL_BUILDER(Name("GradReverse")                               \
-                              .Device(DEVICE_GPU)                           \
-                              .HostMemory("lambda")                         \
-                              .TypeConstraint<T>("T"),                      \
-                          GradReverseOp);                                   \
   REGISTER_KERNEL_BUILDER(Name("GradReverseGrad")                           \
                               .Device(DEVICE_GPU)                           \
                               .HostMemory("lambda")                         \
@@ -192,4 +205,13 @@ extern "C" const char* GradReverseCpuPath() {
 // Returns 0, or -1 (nothing changed) for an unknown or unsupported path.
 extern "C" int GradReverseSetCpuPath(const char* name) {
   return name != nullptr && grad_reverse::ForceCpuPath(name) ? 0 : -1;
+}
+
+// For the package's choice of backward (python/grad_reverse/_backward.py),
+// through ctypes: the CUDA version of the installed driver as 1000 * major +
+// 10 * minor (12040 is 12.4), 0 when no driver is installed, -1 when the
+// library was built without CUDA or the query failed. It starts no CUDA
+// context. The CUDA kernels need a driver of their toolkit's major version.
+extern "C" int GradReverseCudaDriverVersion() {
+  return grad_reverse::CudaDriverVersion();
 }

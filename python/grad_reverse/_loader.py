@@ -16,8 +16,6 @@ from typing import Any
 
 import tensorflow as tf
 
-from grad_reverse import _gpu_support
-
 PACKAGE_DIR = Path(__file__).resolve().parent
 LIBRARY_NAME = "_grad_reverse_ops.so"
 BUILD_INFO_NAME = "_build_info.json"
@@ -59,7 +57,6 @@ def load_library(directory: Path = PACKAGE_DIR) -> tuple[ModuleType, dict[str, A
     module = tf.load_op_library(str(library))
     if info.get("xla"):
         info["late_xla_kernels"] = _register_late_xla_kernels(library)
-    _gpu_support.warn_if_gpu_without_kernels(info)
     return module, info
 
 
@@ -68,3 +65,15 @@ def _register_late_xla_kernels(library: Path) -> int:
     library was loaded (see grad_reverse_xla.cc). Returns how many it added."""
     # dlopen of an already-loaded path returns that same library.
     return ctypes.CDLL(str(library)).GradReverseRegisterLateXlaKernels()
+
+
+def cuda_driver_version(directory: Path = PACKAGE_DIR) -> int:
+    """The NVIDIA driver's CUDA version (12040 is 12.4; 0: no driver), asked
+    through the loaded library's static CUDA runtime; -1 when the library
+    has no CUDA or cannot tell. Call it only where TensorFlow sees a GPU."""
+    try:
+        query = ctypes.CDLL(str(directory / LIBRARY_NAME)).GradReverseCudaDriverVersion
+    except (OSError, AttributeError):  # a library older than this query
+        return -1
+    query.restype = ctypes.c_int
+    return int(query())

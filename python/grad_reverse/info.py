@@ -12,14 +12,13 @@ def collect() -> dict[str, Any]:
     import tensorflow as tf
 
     import grad_reverse
-    from grad_reverse import _loader
-    from grad_reverse._gpu_support import missing_gpu_kernels_message
+    from grad_reverse import _backward, _loader, ops
     from grad_reverse._xla import kernel_devices
 
     build = grad_reverse.BUILD_INFO
     tf.zeros([])  # creates the devices, which registers the XLA kernels
     gpus = [d.name for d in tf.config.list_physical_devices("GPU")]
-    gpu_warning = missing_gpu_kernels_message(build, gpus)
+    backward = ops.BACKWARD  # decided at import, from the GPUs visible then
     return {
         "grad_reverse": grad_reverse.__version__,
         "tensorflow_built_against": build.get("tensorflow_version"),
@@ -31,7 +30,9 @@ def collect() -> dict[str, Any]:
         "cpu_path": _cpu_path(),
         "gpus_visible": gpus,
         "kernels": {op: sorted(kernel_devices(op)) for op in ("GradReverse", "GradReverseGrad")},
-        **({"warning": gpu_warning} if gpu_warning else {}),
+        # A mode set by hand is named in the reason already.
+        "backward": backward.summary + (f" ({_backward.ENV_VAR}=auto)" if backward.mode == _backward.AUTO else ""),
+        **({"warning": backward.warning} if backward.warning else {}),
     }
 
 
@@ -74,6 +75,7 @@ def add_cli(subparsers: Any) -> None:
         "info",
         help="versions, library path, compiled-in kernels",
         description="Shows the grad-reverse and TensorFlow versions, the op library's path, "
-        "what was compiled in (CUDA, XLA) and the devices that have kernels for the ops.",
+        "what was compiled in (CUDA, XLA), the devices that have kernels for the ops, and which "
+        "backward the gradient uses (GRAD_REVERSE_BACKWARD) and why.",
     )
     parser.set_defaults(run=_run)

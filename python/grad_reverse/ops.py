@@ -13,8 +13,16 @@ import tensorflow as tf
 from grad_reverse import _xla, reference
 from grad_reverse._keras import keras
 from grad_reverse._loader import load_library
+from grad_reverse import _backward
+from grad_reverse._loader import cuda_driver_version
 
 _library, BUILD_INFO = load_library()
+# Decided once (GRAD_REVERSE_BACKWARD, see _backward.py): the gradients below
+# call the chosen function with no further test.
+BACKWARD = _backward.choose(BUILD_INFO, cuda_driver_version)
+_reverse_dense = (
+    _library.grad_reverse_grad if BACKWARD.kernel == _backward.NATIVE else _backward.stock_reverse
+)
 
 SUPPORTED_DTYPES = (tf.float16, tf.bfloat16, tf.float32, tf.float64)
 _SUPPORTED_NAMES = ", ".join(d.name for d in SUPPORTED_DTYPES)
@@ -122,7 +130,9 @@ def grad_reverse(x, lambda_: LambdaLike = 1.0, name: Optional[str] = None) -> tf
       name: optional op name.
 
     The forward output shares `x`'s buffer. The backward runs the native
-    GradReverseGrad kernel, in place when TensorFlow allows it.
+    GradReverseGrad kernel, in place when TensorFlow allows it, or stock
+    TensorFlow ops with the same results where that kernel cannot run on the
+    GPU (`BACKWARD` says which, and why; GRAD_REVERSE_BACKWARD chooses).
     """
     if not isinstance(x, tf.Tensor):
         x = tf.convert_to_tensor(x)
@@ -134,12 +144,10 @@ def grad_reverse(x, lambda_: LambdaLike = 1.0, name: Optional[str] = None) -> tf
 
 
 def _reversed(dy, lambda_: tf.Tensor):
-    """GradReverseGrad on a dense gradient or on the values of IndexedSlices."""
+    """-lambda * dy (the chosen backward) on a dense gradient or on the values of IndexedSlices."""
     if isinstance(dy, tf.IndexedSlices):
-        return tf.IndexedSlices(
-            _library.grad_reverse_grad(dy.values, lambda_), dy.indices, dy.dense_shape
-        )
-    return _library.grad_reverse_grad(dy, lambda_)
+        return tf.IndexedSlices(_reverse_dense(dy.values, lambda_), dy.indices, dy.dense_shape)
+    return _reverse_dense(dy, lambda_)
 
 
 @tf.RegisterGradient("GradReverse")
@@ -149,5 +157,5 @@ def _grad_reverse_gradient(op, dy):
 
 @tf.RegisterGradient("GradReverseGrad")
 def _grad_reverse_grad_gradient(op, ddx):
-    # GradReverseGrad is linear in dy, so its gradient is itself.
+    # GradReverseGrad is linear in dy, so its gradient is itself (in either backward).
     return [_reversed(ddx, op.inputs[1]), None]
