@@ -27,7 +27,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from grad_reverse.serving.cli import SERVING_TAG, add_cli, main
+from grad_reverse.serving.cli import add_cli, main
+from grad_reverse.serving.constants import SERVING_TAG
 
 _LAZY = {
     "NEEDS_PYTHON": "check",
