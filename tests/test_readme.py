@@ -1,15 +1,23 @@
-"""The README's Python, run as written: every ```python block is executed,
-every `grad_reverse.a.b` it names (in prose or code) must exist after
-`import grad_reverse` in a fresh process, and every `python -m grad_reverse COMMAND` it shows
-must be a command.
+"""The README and the manuals in docs/, run and resolved as written.
 
-The blocks are read from README.md each run, not copied here, so a block
-added or changed later is tested as it is. Some blocks use names the reader
-is expected to have (`x`, `features`, `model`, `path`): SETUP below defines
-them, the same for every block. A block that needs anything else fails
-with its NameError, loudly: give it a definition here or make it
-self-contained. Bazel (Starlark) files shown in ```python fences are
-recognized by BAZEL_MARKERS and only compiled, since they cannot run.
+For README.md and every docs/*.md (found each run, so a manual added later
+is covered without touching this file):
+
+* every ```python block is executed;
+* every `grad_reverse.a.b` it names (in prose or code) must exist after
+  `import grad_reverse` in a fresh process;
+* every `python -m grad_reverse COMMAND` it shows must be a command;
+* every relative link must point to a file of this repository, and a link's
+  `#anchor` to a heading of that file;
+* and every manual in docs/ must be linked from the README, so a reader
+  finds it.
+
+Some blocks use names the reader is expected to have (`x`, `features`,
+`model`, `path`): SETUP below defines them, the same for every block. A
+block that needs anything else fails with its NameError, loudly: give it a
+definition here or make it self-contained. Bazel (Starlark) files shown in
+```python fences are recognized by BAZEL_MARKERS and only compiled, since
+they cannot run.
 """
 
 import ast
@@ -18,6 +26,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Optional
 
 import pytest
 import tensorflow as tf
@@ -26,20 +35,32 @@ import grad_reverse
 from grad_reverse import __main__ as cli
 from grad_reverse._keras import keras
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+DOCUMENTS = [README, *sorted((ROOT / "docs").glob("*.md"))]
 # A fence may be indented (a block inside a list item); its code is dedented.
 FENCE = re.compile(r"^([ \t]*)```python[ \t]*\n(.*?)^\1```", re.MULTILINE | re.DOTALL)
+ANY_FENCE = re.compile(r"^([ \t]*)```.*?^\1```", re.MULTILINE | re.DOTALL)
+CODE_SPAN = re.compile(r"`[^`\n]*`")
 BAZEL_MARKERS = ("local_repository(", "http_archive(", "SUPPORTED_TENSORFLOW_OPS", "cc_library(", "load(\"@")
 
 
-def readme_text() -> str:
-    return README.read_text(encoding="utf-8")
+def relative(document: Path) -> str:
+    return document.relative_to(ROOT).as_posix()
 
 
 def python_blocks() -> list:
-    """(line number, code) of every ```python block, in order."""
-    text = readme_text()
-    return [(text.count("\n", 0, m.start()) + 1, textwrap.dedent(m.group(2))) for m in FENCE.finditer(text)]
+    """(document, line number, code) of every ```python block, in order."""
+    blocks = []
+    for document in DOCUMENTS:
+        text = document.read_text(encoding="utf-8")
+        blocks += [(relative(document), text.count("\n", 0, m.start()) + 1, textwrap.dedent(m.group(2)))
+                   for m in FENCE.finditer(text)]
+    return blocks
+
+
+def all_text() -> str:
+    return "\n".join(document.read_text(encoding="utf-8") for document in DOCUMENTS)
 
 
 def is_bazel(code: str) -> bool:
@@ -69,7 +90,7 @@ def setup_files(code: str) -> None:
 
 
 def setup_namespace(directory: Path) -> dict:
-    """SETUP: the names README blocks may use without defining them."""
+    """SETUP: the names blocks may use without defining them."""
     return {
         "x": tf.constant([[1.0, -2.0, 0.5]]),
         "features": tf.ones([4, 8]),
@@ -82,18 +103,19 @@ BLOCKS = python_blocks()
 
 
 def test_the_readme_has_python_blocks():
-    assert len([code for _, code in BLOCKS if not is_bazel(code)]) >= 2
+    assert len([code for document, _, code in BLOCKS if document == "README.md" and not is_bazel(code)]) >= 1
+    assert len([code for _, _, code in BLOCKS if not is_bazel(code)]) >= 3
 
 
-@pytest.mark.parametrize("line, code", BLOCKS, ids=[f"line{line}" for line, _ in BLOCKS])
-def test_readme_python_block_runs(line, code, tmp_path, monkeypatch):
+@pytest.mark.parametrize("document, line, code", BLOCKS, ids=[f"{d}:{line}" for d, line, _ in BLOCKS])
+def test_python_block_runs(document, line, code, tmp_path, monkeypatch):
     if is_bazel(code):
         ast.parse(code)  # Starlark shares Python's syntax; it cannot run here
         return
     monkeypatch.chdir(tmp_path)  # blocks write relative paths such as exports/dann/1
     setup_files(code)
     namespace = setup_namespace(tmp_path)
-    exec(compile(code, f"README.md, block at line {line}", "exec"), namespace)
+    exec(compile(code, f"{document}, block at line {line}", "exec"), namespace)
 
 
 # `grad_reverse.serving.export_serving`, in prose or code; not file names.
@@ -115,9 +137,9 @@ print("missing:", " ".join(missing))
 """
 
 
-def test_every_grad_reverse_name_the_readme_shows_exists_after_import_grad_reverse():
+def test_every_grad_reverse_name_the_docs_show_exists_after_import_grad_reverse():
     names = sorted({
-        m.group(0) for m in DOTTED_NAME.finditer(readme_text())
+        m.group(0) for m in DOTTED_NAME.finditer(all_text())
         if m.group(0).rsplit(".", 1)[1] not in FILE_SUFFIXES
     })
     assert "grad_reverse.serving.export_serving" in names  # the finder finds
@@ -126,12 +148,75 @@ def test_every_grad_reverse_name_the_readme_shows_exists_after_import_grad_rever
     result = subprocess.run([sys.executable, "-c", RESOLVE, *names], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "missing:", (
-        f"the README shows these names, but after `import grad_reverse` they do not exist: {result.stdout}"
+        f"the README or docs show these names, but after `import grad_reverse` they do not exist: {result.stdout}"
     )
 
 
-def test_every_command_the_readme_shows_is_a_command():
-    shown = set(re.findall(r"python -m grad_reverse ([a-z][\w-]*)", readme_text()))
+def test_every_command_the_docs_show_is_a_command():
+    shown = set(re.findall(r"python -m grad_reverse ([a-z][\w-]*)", all_text()))
     known = {command.name for command in cli.COMMANDS}
-    assert shown, "the README shows no command?"
-    assert shown <= known, f"the README shows commands that do not exist: {sorted(shown - known)}"
+    assert {"demo", "bench", "make-servable"} <= shown, "the finder finds"
+    assert shown <= known, f"the README or docs show commands that do not exist: {sorted(shown - known)}"
+
+
+# [text](target): outside code, where brackets mean something else.
+LINK = re.compile(r"\[[^\]\n]*\]\(([^)\s]+)\)")
+HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t]*#*[ \t]*$", re.MULTILINE)
+
+
+def prose(text: str) -> str:
+    """`text` without fenced blocks and code spans."""
+    return CODE_SPAN.sub("", ANY_FENCE.sub("", text))
+
+
+def heading_anchor(heading: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped
+    (hyphens and underscores kept), spaces become hyphens."""
+    words = re.sub(r"[^\w\- ]", "", heading.lower())
+    return words.replace(" ", "-")
+
+
+def anchors(document: Path) -> set:
+    found, seen = set(), {}
+    for heading in HEADING.findall(ANY_FENCE.sub("", document.read_text(encoding="utf-8"))):
+        anchor = heading_anchor(heading)
+        # GitHub numbers repeated headings: x, x-1, x-2, ...
+        found.add(anchor if anchor not in seen else f"{anchor}-{seen[anchor]}")
+        seen[anchor] = seen.get(anchor, 0) + 1
+    return found
+
+
+def broken(document: Path, target: str) -> Optional[str]:
+    """Why the link `target` in `document` does not resolve, or None."""
+    if re.match(r"^[a-z][a-z0-9+.-]*:", target):  # https:, mailto:: not ours to check
+        return None
+    path, _, anchor = target.partition("#")
+    linked = (document.parent / path).resolve() if path else document
+    if ROOT not in linked.parents and linked != ROOT:
+        return "points outside the repository"
+    if not linked.exists():
+        return "no such file"
+    if anchor and linked.suffix == ".md" and anchor not in anchors(linked):
+        return f"{relative(linked)} has no heading with the anchor #{anchor}"
+    return None
+
+
+def links(document: Path) -> list:
+    return LINK.findall(prose(document.read_text(encoding="utf-8")))
+
+
+def test_every_relative_link_resolves():
+    found = {relative(document): links(document) for document in DOCUMENTS}
+    assert "docs/serving.md" in found["README.md"], "the finder finds"
+    problems = [f"{name}: ({target}): {why}"
+                for document in DOCUMENTS
+                for name, target in [(relative(document), t) for t in found[relative(document)]]
+                for why in [broken(document, target)] if why]
+    assert not problems, "links that do not resolve:\n" + "\n".join(problems)
+
+
+def test_every_manual_in_docs_is_linked_from_the_readme():
+    linked = {(README.parent / target.partition("#")[0]).resolve() for target in links(README)}
+    unlinked = [relative(document) for document in DOCUMENTS[1:] if document.resolve() not in linked]
+    assert DOCUMENTS[1:], "docs/ holds no manual?"
+    assert not unlinked, f"manuals in docs/ that the README does not link to: {unlinked}"

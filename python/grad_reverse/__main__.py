@@ -1,5 +1,10 @@
 """`python -m grad_reverse COMMAND`: the package's command line.
 
+`pip install` also puts it on the PATH as the console script `grad-reverse`
+(pyproject.toml, [project.scripts]): `grad-reverse demo` is
+`python -m grad_reverse demo`. Usage lines and errors name whichever of the
+two the user typed.
+
 The commands are a static table (name, one-line help, module), so the
 top-level `--help` lists them all without importing any of them, and so
 without TensorFlow. Running a command:
@@ -29,6 +34,7 @@ from typing import NamedTuple, Optional, Sequence
 from grad_reverse import _startup
 
 PROG = "python -m grad_reverse"
+CONSOLE_SCRIPT = "grad-reverse"  # pyproject.toml's [project.scripts] name
 DESCRIPTION = "grad-reverse: a native TensorFlow gradient reversal op."
 # Hides TensorFlow's C++ INFO and WARNING lines; errors still show. A value
 # the user set in the environment wins.
@@ -55,11 +61,22 @@ COMMANDS = (
 _BY_NAME = {command.name: command for command in COMMANDS}
 
 
-def _parser() -> tuple[argparse.ArgumentParser, "argparse._SubParsersAction"]:
+def program_name(argv0: str) -> str:
+    """What the user typed to start us: `grad-reverse` when `argv0` (the
+    process's sys.argv[0]) is the console script pip installed, whatever its
+    directory, `python -m grad_reverse` otherwise."""
+    name = argv0.replace("\\", "/").rsplit("/", 1)[-1]  # either separator: Windows paths too
+    for suffix in (".exe", "-script.py"):  # the console script's form on Windows
+        if name.lower().endswith(suffix):
+            name = name[: -len(suffix)]
+    return CONSOLE_SCRIPT if name == CONSOLE_SCRIPT else PROG
+
+
+def _parser(prog: str = PROG) -> tuple[argparse.ArgumentParser, "argparse._SubParsersAction"]:
     parser = argparse.ArgumentParser(
-        prog=PROG,
+        prog=prog,
         description=DESCRIPTION,
-        epilog=f"'{PROG} COMMAND --help' shows a command's options.",
+        epilog=f"'{prog} COMMAND --help' shows a command's options.",
     )
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="show everything TensorFlow logs (by default its INFO and WARNING lines are hidden)")
@@ -67,19 +84,19 @@ def _parser() -> tuple[argparse.ArgumentParser, "argparse._SubParsersAction"]:
     return parser, commands
 
 
-def table_parser() -> argparse.ArgumentParser:
+def table_parser(prog: str = PROG) -> argparse.ArgumentParser:
     """The top-level parser, every command a placeholder from the table: it
     answers `--help` and finds the command, importing nothing."""
-    parser, commands = _parser()
+    parser, commands = _parser(prog)
     for command in COMMANDS:
         # No options of its own yet: parse_known_args leaves them for the real parser.
         commands.add_parser(command.name, help=command.help, add_help=False)
     return parser
 
 
-def command_parser(command: Command) -> argparse.ArgumentParser:
+def command_parser(command: Command, prog: str = PROG) -> argparse.ArgumentParser:
     """The parser with `command` registered by its own module (imported here)."""
-    parser, commands = _parser()
+    parser, commands = _parser(prog)
     module = importlib.import_module(command.module)
     add_cli = getattr(module, "add_cli", None)
     if add_cli is not None:
@@ -114,15 +131,17 @@ def configure_tensorflow_environment(verbose: bool) -> None:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Runs `python -m grad_reverse ARGV...`; returns the exit status."""
+    """Runs `python -m grad_reverse ARGV...` (or `grad-reverse ARGV...`);
+    returns the exit status. Without `argv`, the process's command line."""
+    prog = program_name(sys.argv[0]) if argv is None else PROG
     argv = list(sys.argv[1:] if argv is None else argv)
-    found, rest = table_parser().parse_known_args(argv)  # exits on --help and on no command
+    found, rest = table_parser(prog).parse_known_args(argv)  # exits on --help and on no command
     command = _BY_NAME[found.command]
     verbose = found.verbose or _verbose_after_command(rest)
     configure_tensorflow_environment(verbose)
 
     with _startup.tensorflow_start_filtered(enabled=not verbose):
-        parser = command_parser(command)  # bench and serving import TensorFlow here
+        parser = command_parser(command, prog)  # bench and serving import TensorFlow here
     args = parser.parse_args(argv)
     args.verbose = verbose  # -v before the command counts for the command too
     with _startup.tensorflow_start_filtered(enabled=not verbose):
