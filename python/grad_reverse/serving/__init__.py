@@ -42,6 +42,7 @@ _LAZY = {
     "read_saved_model": "saved_model_dir",
     "NotServableError": "servable",
     "ServableReport": "servable",
+    "UnverifiedError": "servable",
     "make_servable": "servable",
 }
 
