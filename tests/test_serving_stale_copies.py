@@ -113,6 +113,21 @@ def test_only_this_dsts_hidden_folders_are_removed(capsys, tmp_path, small_expor
     assert code == 0 and "removed stale .out.old-abcd1234 (" in out and out.count("removed stale") == 1
 
 
+def test_without_working_locks_nothing_is_removed(capsys, monkeypatch, tmp_path, small_export):
+    class NoFlock:  # a file system that refuses flock, as some network ones do
+        LOCK_EX, LOCK_SH, LOCK_NB = 2, 1, 4
+
+        @staticmethod
+        def flock(fd, operation):
+            raise OSError(37, "No locks available")
+
+    monkeypatch.setattr(staging, "fcntl", NoFlock)
+    (tmp_path / ".out.make-servable-abcd1234").mkdir()
+    code, out = run_cli(capsys, small_export, tmp_path / "out", "--no-verify")
+    assert code == 0 and "removed stale" not in out
+    assert hidden(tmp_path) == [".out.make-servable-abcd1234"]
+
+
 def test_a_run_removes_its_own_copy_when_it_fails(tmp_path, small_export, monkeypatch):
     from grad_reverse.serving import servable
 

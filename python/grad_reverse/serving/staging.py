@@ -15,7 +15,9 @@ it. `.DST.old-XXXXXXXX` (the previous DST while `--overwrite` swaps it) is
 removed the same way, but only while DST exists: a run killed between its two
 renames leaves DST missing, and the old folder is then the only copy.
 
-Where `fcntl` is missing (not POSIX) nothing is locked or removed.
+Where `fcntl` is missing (not POSIX) or the file system refuses `flock`
+(some network file systems), nothing is locked or removed: a folder whose
+owner cannot be told is left alone.
 """
 
 from __future__ import annotations
@@ -50,6 +52,20 @@ def _try_lock(fd: int) -> bool:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         return False
+    return True
+
+
+def _locks_work(parent: Path) -> bool:
+    """Whether `flock` works in `parent` (some network file systems refuse it)."""
+    fd = os.open(parent, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:  # another run holds the parent: locks work
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # closing drops the lock
     return True
 
 
@@ -100,7 +116,7 @@ def claimed_sibling(dst: Path, kind: str, removed: Optional[list] = None) -> Ite
     """
     parent = dst.parent
     fd = None
-    if fcntl is None:
+    if fcntl is None or not _locks_work(parent):
         path = _make_folder(parent, dst.name, kind)
     else:
         with _parent_locked(parent):
