@@ -16,10 +16,12 @@ graphs do not need it:
 * `grad_reverse_or_identity(x, lambda_, training=...)`: the layer's rule for
   code that calls the op directly (export.py).
 
-Modules: saved_model_dir (reading/validating/writing the directory),
-rewrite (the graph edit), verify and signature_runner (the bitwise proof),
-check, servable, export, cli. Names below load their module on first use, so
-`add_cli` (argparse only) is cheap to import.
+Modules: constants (shared names; imports nothing), saved_model_dir
+(reading/validating/writing the directory), rewrite (the graph edit), verify
+and signature_runner (the bitwise proof), staging (DST's hidden work folders,
+and the stale ones of killed runs), check, servable, export, cli. Names
+below load their module on first use, so `add_cli` (argparse only) is cheap
+to import.
 """
 
 from __future__ import annotations
