@@ -69,7 +69,7 @@ def add_cli(subparsers: Any) -> None:
             "Copies the SavedModel SRC to DST with every GradReverse node replaced by Identity "
             "(and GradReverseGrad by stock ops computing -lambda*dy), in the graph and in every "
             "function. Then checks DST for stock ops only, and runs every signature of every "
-            f"MetaGraph tagged '{SERVING_TAG}' on SRC (with the op library) and DST (in a process "
+            f"MetaGraph whose tags include '{SERVING_TAG}' on SRC (with the op library) and DST (in a process "
             "without it) on the same generated inputs, requiring bitwise-equal outputs; DST is "
             "written only if all pass. SRC is never written. Hidden copies that killed runs for "
             "the same DST left beside it are removed. DST is for inference: it no longer "
