@@ -1,7 +1,7 @@
 """make-servable's gate: DST is written only when every serving signature ran and matched.
 
 Each case is a model that has it: a signature whose outputs differ between
-two runs (a stateful random op), a signature with a string input (no inputs
+two runs (it adds the wall-clock time), a signature with a string input (no inputs
 can be generated for it, so it is not run), and a SavedModel with two
 MetaGraphs holding the `serve` tag, the second of which differs. Each is
 checked through the Python API (the exception), the command (the exit status
@@ -26,8 +26,15 @@ LAMBDA = 0.3
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
 
 
+def clock(x):
+    """The wall-clock seconds modulo 1000, broadcast like x: SRC's and DST's runs
+    are seconds apart, so they never agree. (Not a random op: with a global seed
+    set, as Keras' set_random_seed does, a saved random op repeats itself.)"""
+    return tf.zeros_like(x) + tf.cast(tf.timestamp() % 1000.0, x.dtype)
+
+
 class Noisy(tf.Module):
-    """`serve` is deterministic; `noisy` adds stateful random noise, so no two runs agree."""
+    """`serve` is deterministic; `noisy` adds the time, so no two runs agree."""
 
     @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32)])
     def serve(self, x):
@@ -35,7 +42,7 @@ class Noisy(tf.Module):
 
     @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32)])
     def noisy(self, x):
-        return {"y": grad_reverse.grad_reverse(x, LAMBDA) + tf.random.normal(tf.shape(x))}
+        return {"y": grad_reverse.grad_reverse(x, LAMBDA) + clock(x)}
 
 
 class WithText(tf.Module):
@@ -68,7 +75,7 @@ def save_two_meta_graphs(path: Path, second_noisy: bool) -> Path:
             if tags == ["serve"]:
                 y = y + 1.0
             elif second_noisy:
-                y = y + tf.random.normal(tf.shape(x))
+                y = y + clock(x)
             signatures = {"serving_default": predict({"x": x}, {"y": y})}
             with tf.compat.v1.Session() as session:
                 session.run(tf.compat.v1.global_variables_initializer())
