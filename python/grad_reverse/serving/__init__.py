@@ -16,10 +16,12 @@ graphs do not need it:
 * `grad_reverse_or_identity(x, lambda_, training=...)`: the layer's rule for
   code that calls the op directly (export.py).
 
-Modules: saved_model_dir (reading/validating/writing the directory),
-rewrite (the graph edit), verify and signature_runner (the bitwise proof),
-check, servable, export, cli. Names below load their module on first use, so
-`add_cli` (argparse only) is cheap to import.
+Modules: constants (shared names; imports nothing), saved_model_dir
+(reading/validating/writing the directory), rewrite (the graph edit), verify
+and signature_runner (the bitwise proof), staging (DST's hidden work folders,
+and the stale ones of killed runs), check, servable, export, cli. Names
+below load their module on first use, so `add_cli` (argparse only) is cheap
+to import.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from grad_reverse.serving.cli import SERVING_TAG, add_cli, main
+from grad_reverse.serving.cli import add_cli, main
+from grad_reverse.serving.constants import SERVING_TAG
 
 _LAZY = {
     "NEEDS_PYTHON": "check",
@@ -41,6 +44,7 @@ _LAZY = {
     "read_saved_model": "saved_model_dir",
     "NotServableError": "servable",
     "ServableReport": "servable",
+    "UnverifiedError": "servable",
     "make_servable": "servable",
 }
 

@@ -17,7 +17,7 @@ from typing import Sequence
 
 import tensorflow as tf
 
-from grad_reverse.serving.cli import SERVING_TAG
+from grad_reverse.serving.constants import SERVING_TAG
 from grad_reverse.serving.saved_model_dir import PathLike, SavedModelError, read_saved_model
 
 # Registered by TensorFlow itself, but their kernels call back into the Python

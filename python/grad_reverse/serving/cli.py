@@ -10,7 +10,7 @@ import argparse
 import sys
 from typing import Any, Optional, Sequence
 
-SERVING_TAG = "serve"  # the tag set tensorflow_model_server loads by default (also check.SERVING_TAG)
+from grad_reverse.serving.constants import EXIT_ERROR, EXIT_FAILED, EXIT_OK, EXIT_UNVERIFIED, SERVING_TAG
 
 
 def _run_check_serving(args: argparse.Namespace) -> int:
@@ -21,20 +21,25 @@ def _run_check_serving(args: argparse.Namespace) -> int:
 
 def _run_make_servable(args: argparse.Namespace) -> int:
     from grad_reverse.serving.saved_model_dir import SavedModelError
-    from grad_reverse.serving.servable import NotServableError, make_servable
+    from grad_reverse.serving.servable import NotServableError, UnverifiedError, make_servable
 
     try:
-        make_servable(args.src, args.dst, overwrite=args.overwrite, verify=args.verify)
+        make_servable(
+            args.src, args.dst, overwrite=args.overwrite, verify=args.verify, allow_unverified=args.allow_unverified
+        )
     except SavedModelError as error:  # names the path itself
         print(f"make-servable: error: {error}", file=sys.stderr)
-        return 2
+        return EXIT_ERROR
+    except UnverifiedError as error:
+        print(f"make-servable: UNVERIFIED: {error}", file=sys.stderr)
+        return EXIT_UNVERIFIED
     except NotServableError as error:
         print(f"make-servable: FAIL: {error}", file=sys.stderr)
-        return 1
+        return EXIT_FAILED
     except OSError as error:  # disk full, permissions: one line, not a traceback
         print(f"make-servable: error: {error}", file=sys.stderr)
-        return 2
-    return 0
+        return EXIT_ERROR
+    return EXIT_OK
 
 
 def add_cli(subparsers: Any) -> None:
@@ -63,11 +68,15 @@ def add_cli(subparsers: Any) -> None:
         description=(
             "Copies the SavedModel SRC to DST with every GradReverse node replaced by Identity "
             "(and GradReverseGrad by stock ops computing -lambda*dy), in the graph and in every "
-            "function. Then checks DST for stock ops only, and runs every serving signature of "
-            "SRC (with the op library) and DST (in a process without it) on the same generated "
-            "inputs, requiring bitwise-equal outputs; DST is written only if all pass. SRC is "
-            "never written. DST is for inference: it no longer reverses gradients. Exit 0 ok, "
-            "1 check or verification failed, 2 bad SRC or DST."
+            "function. Then checks DST for stock ops only, and runs every signature of every "
+            f"MetaGraph whose tags include '{SERVING_TAG}' on SRC (with the op library) and DST (in a process "
+            "without it) on the same generated inputs, requiring bitwise-equal outputs; DST is "
+            "written only if all pass. SRC is never written. Hidden copies that killed runs for "
+            "the same DST left beside it are removed. DST is for inference: it no longer "
+            f"reverses gradients. Exit {EXIT_OK}: DST written, every signature run and equal "
+            f"(or --allow-unverified/--no-verify given); {EXIT_FAILED}: check or verification "
+            f"failed; {EXIT_ERROR}: bad SRC or DST; {EXIT_UNVERIFIED}: some signature could not "
+            "be run (inputs it cannot generate, such as strings), so DST was not written."
         ),
     )
     make.add_argument("src", metavar="SRC", help="SavedModel directory to read")
@@ -78,6 +87,12 @@ def add_cli(subparsers: Any) -> None:
         dest="verify",
         action="store_false",
         help="skip running the signatures (for very large models); the stock-op check still runs",
+    )
+    make.add_argument(
+        "--allow-unverified",
+        action="store_true",
+        help="write DST even if some signature could not be run (the last line names them); "
+        f"without it such a run exits {EXIT_UNVERIFIED}",
     )
     make.set_defaults(run=_run_make_servable)
 

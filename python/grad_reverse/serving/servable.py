@@ -1,11 +1,18 @@
 """make_servable: a copy of a SavedModel that stock TF Serving can serve.
 
-Steps: validate SRC; copy it into a temporary folder beside DST; rewrite
-GradReverse/GradReverseGrad there (rewrite.py); check that every signature
-runs only stock ops (check.py); run every signature of SRC and of the copy on
-the same inputs and require bitwise-equal outputs (verify.py); only then
-rename the folder to DST. SRC is only read. An interrupted or failed run
-leaves no DST (at worst a hidden `.DST.make-servable-*` folder after a kill).
+Steps: validate SRC; copy it into a hidden folder beside DST (staging.py,
+which also removes the ones killed runs left); rewrite GradReverse and
+GradReverseGrad there (rewrite.py); check that every signature runs only
+stock ops (check.py); run every signature of every MetaGraph holding the
+`serve` tag on SRC and on the copy with the same inputs and require
+bitwise-equal outputs (verify.py); only then rename the folder to DST.
+
+The gate: a signature whose outputs differ, or that runs on one side only,
+stops the run (NotServableError). A signature that could not be run at all
+(inputs it cannot generate, strings say) proves nothing, so it stops the run
+too (UnverifiedError), unless the caller allows unverified signatures; the
+final line then says which were not run. SRC is only read; a failed or
+interrupted run leaves no DST.
 
 DST is for inference: its functions no longer reverse gradients. Keep SRC
 for training or fine-tuning.
@@ -16,13 +23,14 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, TextIO
 
 from grad_reverse.serving import rewrite
-from grad_reverse.serving.check import SERVING_TAG, meta_graph_op_types, stock_op_types
+from grad_reverse.serving import staging as staging_folder
+from grad_reverse.serving.check import meta_graph_op_types, stock_op_types
+from grad_reverse.serving.constants import SERVING_TAG
 from grad_reverse.serving.saved_model_dir import (
     PathLike,
     SavedModelError,
@@ -38,6 +46,10 @@ class NotServableError(ValueError):
     """The rewritten copy failed its check or its verification run; DST was not written."""
 
 
+class UnverifiedError(NotServableError):
+    """Some signature could not be run, so DST's equality to SRC is unproven; DST was not written."""
+
+
 @dataclass
 class ServableReport:
     """What make_servable did: changes per MetaGraph, and the proof it ran."""
@@ -45,7 +57,8 @@ class ServableReport:
     src: str
     dst: str
     changes: list = field(default_factory=list)  # rewrite.MetaGraphChanges
-    verified: list = field(default_factory=list)  # verify.SignatureResult
+    verified: list = field(default_factory=list)  # verify.SignatureResult, every serving MetaGraph's
+    unverified: list = field(default_factory=list)  # str: what was not run, and why
 
     @property
     def replaced(self) -> int:
@@ -58,6 +71,7 @@ def make_servable(
     *,
     overwrite: bool = False,
     verify: bool = True,
+    allow_unverified: bool = False,
     check: bool = True,
     out: Optional[TextIO] = None,
 ) -> ServableReport:
@@ -68,14 +82,19 @@ def make_servable(
     rounding, in the top-level graph and in every library function, in every
     MetaGraph. Signatures, variables, assets and the object graph are copied
     unchanged. Then DST is checked for stock ops only and, with `verify`,
-    every signature of the `serve` MetaGraph is run on SRC (here) and DST (in
-    a process without the op library) and must give bitwise-equal outputs.
-    Prints what it did to `out` (stdout by default). `check=False` skips the
-    stock-op check, for callers that run `check_serving` themselves.
+    every signature of every MetaGraph holding the `serve` tag is run on SRC
+    (here) and DST (in a process without the op library) and must give
+    bitwise-equal outputs. A signature that cannot be run (no inputs can be
+    generated for it) stops the run unless `allow_unverified`; `verify=False`
+    runs none. Prints what it did to `out` (stdout by default), ending with a
+    line that says what was proven. `check=False` skips the stock-op check,
+    for callers that run `check_serving` themselves. Stale hidden copies that
+    killed runs for the same `dst` left beside it are removed (and named).
 
     Raises SavedModelError (src is not a usable SavedModel, dst exists without
-    `overwrite`, ...) or NotServableError (check or verification failed); in
-    both cases `dst` is left as it was.
+    `overwrite`, ...), NotServableError (check or verification failed) or its
+    subclass UnverifiedError (a signature was not run); in each case `dst` is
+    left as it was.
     """
     out = out or sys.stdout
     src_path, dst_path = Path(src), Path(dst)
@@ -91,8 +110,10 @@ def make_servable(
     _print_changes(report, out)
 
     dst_path.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{dst_path.name}.make-servable-", dir=dst_path.parent))
-    try:
+    removed: list[str] = []
+    with staging_folder.claimed_sibling(dst_path, staging_folder.STAGING, removed) as staging:
+        for line in removed:
+            print(f"removed stale {line}: left by a make-servable run of {dst_path.name} that no longer runs", file=out)
         shutil.copytree(src_path, staging, dirs_exist_ok=True)
         if report.replaced:
             write_saved_model(proto, staging / saved_model_file(src_path).name)
@@ -100,14 +121,11 @@ def make_servable(
         if check:
             _check_stock_ops(proto, out)
         if verify:
-            report.verified = _verify(src_path, staging, proto, out)
+            _verify(src_path, staging, proto, report, allow_unverified, out)
         else:
             print("verify: skipped (--no-verify)", file=out)
         _move_into_place(staging, dst_path)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
-    print(f"OK: {dst} holds only stock TensorFlow ops; stock TF Serving can serve it.", file=out)
+    print(_final_line(report, dst, check, verify), file=out)
     return report
 
 
@@ -157,24 +175,53 @@ def _check_stock_ops(proto, out: TextIO) -> None:
         )
 
 
-def _verify(src: Path, staging: Path, proto, out: TextIO) -> list:
+def _verify(src: Path, staging: Path, proto, report: ServableReport, allow_unverified: bool, out: TextIO) -> None:
     from grad_reverse.serving import verify
 
-    serving = [m for m in proto.meta_graphs if set(m.meta_info_def.tags) == {SERVING_TAG}]
-    if not serving:
-        print(f"verify: no MetaGraph tagged ['{SERVING_TAG}']; nothing run", file=out)
-        return []
-    try:
-        results = verify.verify(src, staging, serving[0], [SERVING_TAG])
-    except RuntimeError as error:  # a model that does not load at all, with or without the op
-        raise NotServableError(f"verify: {error}") from None
-    for result in results:
-        print(f"verify: signature '{result.key}': {result.status}: {result.detail}", file=out)
-    failed = [r.key for r in results if not r.ok]
+    for meta_graph in proto.meta_graphs:
+        tags = sorted(meta_graph.meta_info_def.tags)
+        if SERVING_TAG not in tags:
+            print(f"verify: MetaGraph {tags} not run: it does not hold the tag '{SERVING_TAG}'", file=out)
+            continue
+        try:
+            results = verify.verify(src, staging, meta_graph, tags)
+        except RuntimeError as error:  # a model that does not load at all, with or without the op
+            raise NotServableError(f"verify {tags}: {error}") from None
+        for result in results:
+            print(f"verify: {tags} signature '{result.key}': {result.status}: {result.detail}", file=out)
+        report.verified.extend(results)
+    if not any(SERVING_TAG in m.meta_info_def.tags for m in proto.meta_graphs):
+        report.unverified.append(f"no MetaGraph holds the tag '{SERVING_TAG}', so no signature was run")
+    # The gate: DST is written only if no signature differs and every one ran.
+    failed = [r for r in report.verified if r.status in (verify.DIFFERENT, verify.FAILED)]
     if failed:
-        raise NotServableError(f"signatures {failed} do not give the same outputs as SRC; DST not written")
+        raise NotServableError(
+            f"signatures {_names(failed)} do not give the same outputs as SRC; DST not written"
+        )
+    report.unverified.extend(f"{_names([r])} ({r.detail})" for r in report.verified if r.status == verify.NOT_RUN)
+    if report.unverified and not allow_unverified:
+        raise UnverifiedError(
+            f"not proven equal to SRC: {'; '.join(report.unverified)}; DST not written "
+            "(--allow-unverified writes it anyway)"
+        )
     print("verify: SRC ran with the op library, DST in a process that never loaded it", file=out)
-    return results
+
+
+def _names(results: list) -> str:
+    return ", ".join(f"{list(r.tags)} '{r.key}'" for r in results)
+
+
+def _final_line(report: ServableReport, dst: PathLike, check: bool, verify: bool) -> str:
+    ops = f"{dst} holds only stock TensorFlow ops" if check else f"{dst} written (stock-op check skipped)"
+    if not verify:
+        return f"OK, NOT VERIFIED: {ops}; outputs not compared (--no-verify)."
+    equal = sum(r.ok for r in report.verified)
+    if report.unverified:
+        return (
+            f"OK, NOT FULLY VERIFIED: {ops}; {equal} signature(s) bitwise equal to SRC, but not run: "
+            f"{'; '.join(report.unverified)} (--allow-unverified)."
+        )
+    return f"OK: {ops}; all {equal} serving signature(s) gave outputs bitwise equal to SRC's; stock TF Serving can serve it."
 
 
 def _move_into_place(staging: Path, dst: Path) -> None:
@@ -182,12 +229,10 @@ def _move_into_place(staging: Path, dst: Path) -> None:
         os.replace(staging, dst)
         return
     # A directory cannot be replaced in one rename: move the old one aside first.
-    old = Path(tempfile.mkdtemp(prefix=f".{dst.name}.old-", dir=dst.parent))
-    os.replace(dst, old / dst.name)
-    try:
-        os.replace(staging, dst)
-    except OSError:
-        os.replace(old / dst.name, dst)  # put the old export back before failing
-        shutil.rmtree(old, ignore_errors=True)
-        raise
-    shutil.rmtree(old, ignore_errors=True)
+    with staging_folder.claimed_sibling(dst, staging_folder.OLD) as old:
+        os.replace(dst, old / dst.name)
+        try:
+            os.replace(staging, dst)
+        except OSError:
+            os.replace(old / dst.name, dst)  # put the old export back before failing
+            raise

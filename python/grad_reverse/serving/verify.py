@@ -26,19 +26,24 @@ from grad_reverse.serving.saved_model_dir import PathLike
 
 UNKNOWN_DIMENSION = 2
 SEED = 0
+# A signature's verdicts. NOT_RUN: no inputs could be generated, or SRC itself
+# fails on them, so nothing was compared; FAILED: one side ran, the other not.
+EQUAL, DIFFERENT, NOT_RUN, FAILED = "equal", "different", "not run", "failed"
 
 
 @dataclass
 class SignatureResult:
-    """One signature's comparison: `status` is "equal", "different", "not run" or "failed"."""
+    """One signature's comparison: `status` is EQUAL, DIFFERENT, NOT_RUN or FAILED."""
 
     key: str
     status: str
     detail: str
+    tags: tuple = ()  # the MetaGraph's
 
     @property
     def ok(self) -> bool:
-        return self.status in ("equal", "not run")
+        """Proven: run on both sides, outputs bitwise equal."""
+        return self.status == EQUAL
 
 
 def make_inputs(signature_def, seed: int = SEED) -> dict:
@@ -76,17 +81,21 @@ def verify(src: PathLike, dst: PathLike, meta_graph, tags: Sequence[str]) -> lis
         try:
             inputs[key] = make_inputs(meta_graph.signature_def[key])
         except TypeError as error:
-            results.append(SignatureResult(key, "not run", str(error)))
-    if not inputs:
-        return results
+            results.append(SignatureResult(key, NOT_RUN, str(error)))
+    if inputs:
+        results.extend(_compare_runs(src, dst, tags, inputs))
+    for result in results:
+        result.tags = tuple(tags)
+    return sorted(results, key=lambda r: r.key)
+
+
+def _compare_runs(src: PathLike, dst: PathLike, tags: Sequence[str], inputs: dict) -> list[SignatureResult]:
     try:
         expected = signature_runner.run_signatures(str(src), list(tags), inputs)
     except Exception as error:  # TensorFlow raises many types; the caller reports one line
         raise RuntimeError(f"SRC {src} does not load here: {_last_line(str(error))}") from None
     actual = _run_in_child(dst, tags, inputs)
-    for key in inputs:
-        results.append(_compare(key, inputs[key], expected[key], actual[key]))
-    return sorted(results, key=lambda r: r.key)
+    return [_compare(key, inputs[key], expected[key], actual[key]) for key in inputs]
 
 
 def _run_in_child(path: PathLike, tags: Sequence[str], inputs: dict) -> dict:
@@ -117,18 +126,18 @@ def _run_in_child(path: PathLike, tags: Sequence[str], inputs: dict) -> dict:
 def _compare(key: str, inputs: dict, expected: dict, actual: dict) -> SignatureResult:
     fed = f"inputs {describe_inputs(inputs) or '(none)'}"
     if "error" in expected and "error" in actual:
-        return SignatureResult(key, "not run", f"SRC fails on generated {fed} too: {expected['error']}")
+        return SignatureResult(key, NOT_RUN, f"SRC fails on generated {fed} too: {expected['error']}")
     if "error" in expected or "error" in actual:
         which, error = ("SRC", expected["error"]) if "error" in expected else ("DST", actual["error"])
-        return SignatureResult(key, "failed", f"{which} fails on {fed}: {error}")
+        return SignatureResult(key, FAILED, f"{which} fails on {fed}: {error}")
     want, got = expected["outputs"], actual["outputs"]
     if sorted(want) != sorted(got):
-        return SignatureResult(key, "different", f"outputs {sorted(got)}, expected {sorted(want)}")
+        return SignatureResult(key, DIFFERENT, f"outputs {sorted(got)}, expected {sorted(want)}")
     for name in sorted(want):
         difference = _difference(want[name], got[name])
         if difference:
-            return SignatureResult(key, "different", f"output '{name}': {difference}")
-    return SignatureResult(key, "equal", f"{len(want)} output{'s' * (len(want) != 1)} bitwise equal on {fed}")
+            return SignatureResult(key, DIFFERENT, f"output '{name}': {difference}")
+    return SignatureResult(key, EQUAL, f"{len(want)} output{'s' * (len(want) != 1)} bitwise equal on {fed}")
 
 
 def _difference(expected: np.ndarray, actual: np.ndarray) -> str:

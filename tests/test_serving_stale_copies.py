@@ -1,0 +1,147 @@
+"""Hidden copies that killed make-servable runs leave beside DST.
+
+A run writes into `.DST.make-servable-XXXXXXXX` and renames it to DST. Here
+real child processes are stopped while their copy exists: one killed
+(SIGKILL, no cleanup of any kind), one still running. A later run for the
+same DST must remove the dead run's copy, say so, and leave the live run's
+alone; once that run is killed too (SIGTERM), the next run removes its copy.
+"""
+
+import io
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grad_reverse import serving
+from grad_reverse.serving import cli, staging
+from test_serving import keras_dann, keras_export
+
+# A make-servable run that stops, printing "staged", once its copy of SRC is written.
+STOPPED_RUN = """
+import sys, time
+from grad_reverse.serving import servable
+
+def stop(*args, **kwargs):
+    print("staged", flush=True)
+    time.sleep(600)
+
+servable._check_stock_ops = stop
+servable.make_servable(sys.argv[1], sys.argv[2], out=sys.stderr)
+"""
+
+
+@pytest.fixture(scope="module")
+def small_export(tmp_path_factory):
+    return keras_export(keras_dann(), tmp_path_factory.mktemp("stale") / "export")
+
+
+def start_stopped_run(src: Path, dst: Path) -> subprocess.Popen:
+    child = subprocess.Popen(
+        [sys.executable, "-c", STOPPED_RUN, str(src), str(dst)],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+    )
+    line = child.stdout.readline()  # blocks until the copy exists (or the child dies)
+    assert line.strip() == "staged", f"the child run did not get to its copy (exit {child.poll()})"
+    return child
+
+
+def hidden(parent: Path) -> list:
+    return sorted(p.name for p in parent.iterdir() if p.name.startswith("."))
+
+
+def run_cli(capsys, *args):
+    code = cli.main(["make-servable", *map(str, args)])
+    return code, capsys.readouterr().out
+
+
+def test_stale_copy_of_a_killed_run_is_removed_and_a_live_runs_is_kept(capsys, tmp_path, small_export):
+    dst = tmp_path / "out"
+    live = start_stopped_run(small_export, dst)
+    try:
+        [live_copy] = hidden(tmp_path)
+        killed = start_stopped_run(small_export, dst)  # it too must leave the live copy alone
+        try:
+            [stale] = [name for name in hidden(tmp_path) if name != live_copy]
+            assert (tmp_path / stale / "saved_model.pb").is_file()  # a full copy of SRC
+            killed.send_signal(signal.SIGKILL)
+            killed.wait(timeout=60)
+        finally:
+            killed.kill()
+        assert hidden(tmp_path) == sorted([live_copy, stale])  # SIGKILL: the copy stays behind
+
+        code, out = run_cli(capsys, small_export, dst, "--no-verify")
+        assert code == 0 and (dst / "saved_model.pb").is_file()
+        assert f"removed stale {stale} (" in out
+        assert live_copy not in out
+        assert hidden(tmp_path) == [live_copy]  # the running one's copy, untouched
+        assert (tmp_path / live_copy / "saved_model.pb").is_file()
+        live.send_signal(signal.SIGTERM)
+        live.wait(timeout=60)
+    finally:
+        live.kill()
+    assert hidden(tmp_path) == [live_copy]  # SIGTERM: no cleanup either
+
+    code, out = run_cli(capsys, small_export, dst, "--no-verify", "--overwrite")
+    assert code == 0 and f"removed stale {live_copy} (" in out
+    assert hidden(tmp_path) == [] and sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_only_this_dsts_hidden_folders_are_removed(capsys, tmp_path, small_export):
+    dst = tmp_path / "out"
+    others = [
+        ".out2.make-servable-abcd1234",  # another DST's
+        ".out.make-servable-abcd12345",  # not the pattern
+        ".out.keras-export-abcd1234",  # export_serving's, not make-servable's
+        ".out.old-abcd1234",  # the previous DST: kept while DST is missing
+    ]
+    for name in others:
+        (tmp_path / name).mkdir()
+    (tmp_path / ".out.make-servable-file0000").write_text("a file, not a folder")
+    (tmp_path / ".out.make-servable-old_0000").mkdir()  # a tempfile-style name: stale
+    code, out = run_cli(capsys, small_export, dst, "--no-verify")
+    assert code == 0
+    assert "removed stale .out.make-servable-old_0000 (" in out and out.count("removed stale") == 1
+    assert hidden(tmp_path) == sorted([*others, ".out.make-servable-file0000"])
+
+    # With DST in place, the old copy of a killed --overwrite run is stale too.
+    code, out = run_cli(capsys, small_export, dst, "--no-verify", "--overwrite")
+    assert code == 0 and "removed stale .out.old-abcd1234 (" in out and out.count("removed stale") == 1
+
+
+def test_without_working_locks_nothing_is_removed(capsys, monkeypatch, tmp_path, small_export):
+    class NoFlock:  # a file system that refuses flock, as some network ones do
+        LOCK_EX, LOCK_SH, LOCK_NB = 2, 1, 4
+
+        @staticmethod
+        def flock(fd, operation):
+            raise OSError(37, "No locks available")
+
+    monkeypatch.setattr(staging, "fcntl", NoFlock)
+    (tmp_path / ".out.make-servable-abcd1234").mkdir()
+    code, out = run_cli(capsys, small_export, tmp_path / "out", "--no-verify")
+    assert code == 0 and "removed stale" not in out
+    assert hidden(tmp_path) == [".out.make-servable-abcd1234"]
+
+
+def test_a_run_removes_its_own_copy_when_it_fails(tmp_path, small_export, monkeypatch):
+    from grad_reverse.serving import servable
+
+    def fail(*args, **kwargs):
+        raise servable.NotServableError("made to fail")
+
+    monkeypatch.setattr(servable, "_check_stock_ops", fail)
+    with pytest.raises(servable.NotServableError):
+        serving.make_servable(small_export, tmp_path / "out", out=io.StringIO())
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_sibling_pattern_names_only_this_dst():
+    pattern = staging.sibling_pattern(Path("a/m.v1"), staging.STAGING)
+    assert pattern.match(".m.v1.make-servable-0123abcd")
+    assert not pattern.match(".mXv1.make-servable-0123abcd")  # the dot is literal
+    assert not pattern.match(".m.v1.make-servable-0123abcd.make-servable-0123abcd")
