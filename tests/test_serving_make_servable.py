@@ -12,6 +12,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -208,12 +209,16 @@ def test_variables_and_assets_are_copied_unchanged(rewritten, name):
 def test_reports_say_what_was_replaced_where(rewritten):
     report = rewritten["control_flow"]["report"]
     # Forward: one GRL in a cond branch, one in the loop body; the gradient
-    # signature traces its own copies of both.
-    assert "GradReverse" in report and "GradReverseGrad" in report
+    # signature traces its own copies of both. Its backward is GradReverseGrad
+    # unless GRAD_REVERSE_BACKWARD chose stock ops (then no such node exists).
+    native_backward = grad_reverse.ops.BACKWARD.kernel == "native"
+    assert re.search(r"\b\d+ GradReverse\b", report)
+    assert bool(re.search(r"\b\d+ GradReverseGrad\b", report)) == native_backward
     assert any(line.strip().startswith("cond_true") for line in report.splitlines())
     assert any(line.strip().startswith("while_body") for line in report.splitlines())
     tf1 = rewritten["tf1_builder"]["report"]
-    assert f"{rewrite.TOP_LEVEL}: 1 GradReverse, 1 GradReverseGrad" in tf1
+    replaced = "1 GradReverse, 1 GradReverseGrad" if native_backward else "1 GradReverse"
+    assert f"{rewrite.TOP_LEVEL}: {replaced}" in tf1
     assert "already servable" in rewritten["already_servable"]["report"]
     for name in MODELS:  # every signature ran and matched: the last line says so
         report, dst = rewritten[name]["report"], rewritten[name]["dst"]
