@@ -1,26 +1,33 @@
-"""The machine's memory bandwidth, measured in the same run as the cases, as
+"""The machine's memory bandwidth, measured beside the cases it bounds, as
 the bar for a bandwidth-bound backward (which reads dy and writes dx).
 
 No single program reaches a machine's bandwidth everywhere: one thread cannot
 saturate a multi-channel memory system, and threads cost a dispatch that
 dominates small copies. So the limit is the best of several ways of moving
-the same number of bytes (read + write, into a buffer allocated and touched
-beforehand), each timed interleaved with the others:
+the same number of bytes (read + write, into buffers allocated and touched
+beforehand, as large as the case's own tensors):
 
 * `numpy copy, N threads` for N = 1, half the usable cores and all of them:
   `np.copyto` on N slices, one per thread (numpy releases the GIL for
   copies, so the threads run in parallel): out of place, as the backward
-  when it must allocate dx;
+  when it must allocate dx (glibc's memcpy streams large copies past the
+  cache, as the kernel does);
 * `numpy in place, N threads`: `np.negative(a, out=a)` the same way, as the
-  backward when it overwrites dy (faster where the bytes fit in a cache);
+  backward when it overwrites dy;
 * `tf.function multiply`: TensorFlow's own `x * s` on its intra-op thread
-  pool (Eigen, vectorized, sharded), out of place;
+  pool (Eigen, vectorized, sharded), out of place into a new tensor: the
+  case's own access pattern, allocation included;
 * on a GPU, a device-to-device pass (`x + 0` in a tf.function) instead.
 
-Each way counts with its fastest round, and `Limit.gbps` is the best way: the
-most this machine showed it can move in this run (not a datasheet number).
-On a shared machine a median would move with the load of the moment and fall
-below what a case measured a minute later; the fastest round does much less.
+The ways are timed in the same interleaved rounds as the case they bound
+(`LimitWays.calls`, added to the case's calls), so a burst of load meets
+both alike. Per round the fastest way counts; the limit is the median of
+those over the rounds, read like the case's own median. (An earlier version
+took each way's fastest round, measured before the case: a case that met a
+quieter moment than the limit then read above 100 % of it.)
+
+Bytes that fit in the last-level cache are moved at the cache's speed, not
+memory's: `fits_in_cache` says which sizes those are, and the table says so.
 """
 
 from __future__ import annotations
@@ -28,25 +35,47 @@ from __future__ import annotations
 import os
 import statistics
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import Callable
+from dataclasses import dataclass
+from typing import Callable, Optional
 
 import numpy as np
 import tensorflow as tf
 
-from grad_reverse.bench.measure import interleaved
+from grad_reverse.bench.measure import Limit, interleaved, limit_from_times, round_best
+
+# Names of the limit's ways among a case's calls.
+LIMIT_PREFIX = "limit: "
 
 _ALIGN = 64  # split copies on cache-line boundaries
 
 
-@dataclass
-class Limit:
-    """Read+write bandwidth for moving `nbytes` (each way) on this machine."""
+def last_level_cache_bytes() -> Optional[int]:
+    """The largest CPU cache's size (Linux sysfs), or None where unknown."""
+    sizes = []
+    root = "/sys/devices/system/cpu/cpu0/cache"
+    try:
+        entries = os.listdir(root)
+    except OSError:
+        return None
+    for entry in entries:
+        try:
+            with open(os.path.join(root, entry, "size")) as f:
+                text = f.read().strip()
+        except OSError:
+            continue
+        units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+        if text[-1:].upper() in units and text[:-1].isdigit():
+            sizes.append(int(text[:-1]) * units[text[-1].upper()])
+        elif text.isdigit():
+            sizes.append(int(text))
+    return max(sizes) if sizes else None
 
-    nbytes: int
-    gbps: float  # the best way's fastest round
-    method: str  # which way that was
-    methods: dict[str, float] = field(default_factory=dict)  # every way's GB/s in its fastest round
+
+def fits_in_cache(nbytes: int, buffers: int = 2) -> bool:
+    """Whether `buffers` buffers of `nbytes` fit in the last-level cache (then
+    a pass over them is bound by the cache, not by memory)."""
+    cache = last_level_cache_bytes()
+    return cache is not None and buffers * nbytes <= cache
 
 
 def usable_cores() -> int:
@@ -118,44 +147,82 @@ def _device_pass(nbytes: int, dtype: tf.DType) -> Callable[[], object]:
     return lambda: add(x)
 
 
+class LimitWays:
+    """The ways of moving `nbytes` each way (see the module's doc), with their
+    buffers allocated and touched once: `calls` (named `LIMIT_PREFIX + way`)
+    go among a case's calls, for as many cases of that size as need them.
+    Call `close()` when done: the threaded ways own thread pools."""
+
+    def __init__(self, nbytes: int, dtype: tf.DType = tf.float32) -> None:
+        self.copies: list[Threaded] = []
+        ways: dict[str, Callable[[], object]] = {}
+        if tf.config.list_logical_devices("GPU"):
+            ways["device pass"] = _device_pass(nbytes, dtype)
+        else:
+            nbytes = max(4, nbytes - nbytes % 4)  # whole float32 values for the in-place pass
+            src = np.ones(nbytes, np.uint8)
+            dst = np.zeros(nbytes, np.uint8)  # written once here: no page faults while timed
+            for threads in thread_counts(usable_cores()):
+                for name, way in (("numpy copy", threaded_copy(src, dst, threads)),
+                                  ("numpy in place", threaded_negate(dst, threads))):
+                    used = len(way.parts)  # fewer than asked for when the bytes are few
+                    label = f"{name}, {used} thread{'s' if used > 1 else ''}"
+                    if label in ways:
+                        way.close()
+                        continue
+                    self.copies.append(way)
+                    ways[label] = way
+            ways["tf.function multiply"] = _tensorflow_multiply(nbytes)
+        self.nbytes = nbytes
+        self.calls = {LIMIT_PREFIX + name: way for name, way in ways.items()}
+
+    def close(self) -> None:
+        for copy in self.copies:
+            copy.close()
+
+
 def measure_limit(nbytes: int, rounds: int, dtype: tf.DType = tf.float32) -> Limit:
-    """The best read+write bandwidth of several ways of moving `nbytes` each way."""
-    calls: dict[str, Callable[[], object]] = {}
-    copies: list[Threaded] = []
-    if tf.config.list_logical_devices("GPU"):
-        calls["device pass"] = _device_pass(nbytes, dtype)
-    else:
-        nbytes = max(4, nbytes - nbytes % 4)  # whole float32 values for the in-place pass
-        src = np.ones(nbytes, np.uint8)
-        dst = np.zeros(nbytes, np.uint8)  # written once here: no page faults while timed
-        for threads in thread_counts(usable_cores()):
-            for name, way in (("numpy copy", threaded_copy(src, dst, threads)),
-                              ("numpy in place", threaded_negate(dst, threads))):
-                used = len(way.parts)  # fewer than asked for when the bytes are few
-                label = f"{name}, {used} thread{'s' if used > 1 else ''}"
-                if label in calls:
-                    way.close()
-                    continue
-                copies.append(way)
-                calls[label] = way
-        calls["tf.function multiply"] = _tensorflow_multiply(nbytes)
+    """The limit for `nbytes` from its ways alone (the cases time them beside
+    their own calls instead; see `LimitWays`)."""
+    ways = LimitWays(nbytes, dtype)
     try:
         per_round = max(1, min(20, (1 << 22) // max(nbytes, 1)))
-        times = interleaved(calls, rounds, per_round)
+        times = interleaved(ways.calls, rounds, per_round)
     finally:
-        for copy in copies:
-            copy.close()
-    methods = {name: 2 * nbytes / min(samples) / 1e9 for name, samples in times.items()}
-    best = max(methods, key=methods.get)
-    return Limit(nbytes, methods[best], best, methods)
+        ways.close()
+    return limit_from_times(ways.nbytes, {name[len(LIMIT_PREFIX):]: t for name, t in times.items()})
 
 
-def kernel_bandwidth(size: int, dtype: tf.DType, rounds: int) -> float:
+@dataclass
+class KernelBandwidth:
+    """The backward kernel alone, in place, and the limit timed in its rounds."""
+
+    size: int  # elements
+    nbytes: int  # of the buffer the kernel reads and overwrites
+    gbps: Optional[float]  # None when the kernel's time was lost in the noise (see kernel_seconds)
+    limit_gbps: Optional[float]
+
+    def fraction_of_limit(self) -> Optional[float]:
+        return self.gbps / self.limit_gbps if self.gbps and self.limit_gbps else None
+
+
+def kernel_seconds(one: list[float], nine: list[float]) -> Optional[float]:
+    """One pass of the kernel: (median of the 9-pass graph - median of the
+    1-pass graph) / 8; None when that is not positive, i.e. the 8 passes
+    took less than the noise between the two graphs' calls (tiny sizes, a
+    busy machine): no figure rather than a negative or infinite one."""
+    seconds = (statistics.median(nine) - statistics.median(one)) / 8
+    return seconds if seconds > 0 else None
+
+
+def kernel_bandwidth(size: int, dtype: tf.DType, rounds: int,
+                     beside: Optional[dict[str, Callable[[], object]]] = None) -> KernelBandwidth:
     """The native backward kernel alone, in place: read+write GB/s.
 
     A graph applies GradReverseGrad to a temporary 1 and 9 times in a row
     (each application in place); the difference is 8 passes of the kernel,
-    with no allocation and no other op."""
+    with no allocation and no other op. `beside`: the limit's ways
+    (`LimitWays.calls`), timed in the same rounds."""
     from grad_reverse.ops import _library
 
     lambda_ = tf.constant(0.5)
@@ -172,6 +239,8 @@ def kernel_bandwidth(size: int, dtype: tf.DType, rounds: int) -> float:
 
     x = tf.cast(tf.random.normal([size]), dtype)
     one, nine = repeated(1), repeated(9)
-    times = interleaved({"one": lambda: one(x), "nine": lambda: nine(x)}, rounds)
-    kernel = (statistics.median(times["nine"]) - statistics.median(times["one"])) / 8
-    return 2 * size * dtype.size / kernel / 1e9
+    times = interleaved({"one": lambda: one(x), "nine": lambda: nine(x), **(beside or {})}, rounds)
+    nbytes = size * dtype.size
+    seconds = kernel_seconds(times.pop("one"), times.pop("nine"))
+    limit = 2 * nbytes / statistics.median(round_best(times)) / 1e9 if times else None
+    return KernelBandwidth(size, nbytes, 2 * nbytes / seconds / 1e9 if seconds else None, limit)
