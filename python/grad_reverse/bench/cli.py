@@ -48,8 +48,10 @@ class Progress:
 
 
 class LimitWaysBySize:
-    """The limit's ways per byte count, built when a case first needs them and
-    shared by every case of that size; `close()` frees them all."""
+    """The limit's ways for the byte count the current case needs, built on
+    first use and shared by the cases of that size that follow; asked for
+    another size, it frees the previous one's (at 64M float32 they hold
+    three 256 MiB buffers). `close()` frees the last."""
 
     def __init__(self, dtype: tf.DType) -> None:
         self.dtype, self.ways = dtype, {}
@@ -61,6 +63,7 @@ class LimitWaysBySize:
             return None
         nbytes = size * self.dtype.size
         if nbytes not in self.ways:
+            self.close()
             self.ways[nbytes] = LimitWays(nbytes, self.dtype)
         return self.ways[nbytes].calls
 
