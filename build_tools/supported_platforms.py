@@ -7,8 +7,9 @@ instead (tensorflow_requirement.py calls `check_platform` first), unless
 GRAD_REVERSE_ALLOW_UNTESTED_PLATFORM=1 asks to try anyway.
 
   tested         Linux x86-64: built, and the whole test suite run, in CI
-  compiled only  Linux aarch64: the portable CPU kernels (the only path off
-                 x86) compile; no test suite has run there
+  compiled only  Linux aarch64: the framework-free CPU kernels (cc/kernels/,
+                 the portable path being the only one off x86) cross-compile;
+                 the op library was never built there, no test has run there
   untested       every other OS or CPU
 """
 
