@@ -17,6 +17,13 @@ from grad_reverse.bench import allocations, cli, limit, table
 from grad_reverse.bench.measure import limit_from_times, paired_ratio, round_best
 
 
+@pytest.fixture
+def small_cache(monkeypatch):
+    """A 1 MiB last-level cache: the tiny sizes the tests use then go to
+    "memory", so that a limit applies to them."""
+    monkeypatch.setattr(limit, "last_level_cache_bytes", lambda: 1 << 20)
+
+
 def test_interleaved_times_every_callable_each_round():
     calls = {"fast": lambda: None, "slow": lambda: time.sleep(0.002)}
     times = bench.interleaved(calls, rounds=4, per_round=2)
@@ -128,7 +135,7 @@ def test_a_case_slower_than_the_limit_in_every_round_reads_below_it_whatever_the
     assert result.fraction_of_limit() == pytest.approx(1 / 1.1)
 
 
-def test_cases_time_the_limits_ways_in_their_own_rounds():
+def test_cases_time_the_limits_ways_in_their_own_rounds(small_cache):
     ways = limit.LimitWays(4 << 20)
     try:
         result = bench.case_function(1 << 20, tf.float32, 3, False, "float", beside=ways.calls)
@@ -141,6 +148,38 @@ def test_cases_time_the_limits_ways_in_their_own_rounds():
     assert 0 < result.fraction_of_limit() < math.inf
 
 
+def test_the_kernels_limit_ways_are_timed_as_the_kernel_is():
+    ways = limit.RepeatedPassWays(1 << 12)
+    try:
+        assert {label.rsplit(" ", 1)[1] for label in ways.calls} == {"x1", "x9"}
+        buffer = ways.copies[1].parts[0][0]  # the in-place way's slice
+        before = buffer.copy()
+        ways.calls[limit.LIMIT_PREFIX + "numpy in place, 1 thread x9"]()
+        np.testing.assert_array_equal(buffer, -before)  # 9 negations: one sign flip
+    finally:
+        ways.close()
+    times = {limit.LIMIT_PREFIX + "a x1": [1.0, 1.0], limit.LIMIT_PREFIX + "a x9": [9.0, 9.0],
+             limit.LIMIT_PREFIX + "b x1": [2.0, 2.0], limit.LIMIT_PREFIX + "b x9": [1.0, 1.0]}
+    assert ways.pass_seconds(times) == {"a": 1.0}  # b lost in the noise: left out
+
+
+def test_no_memory_limit_where_the_bytes_stay_in_the_cache(monkeypatch):
+    monkeypatch.setattr(limit, "last_level_cache_bytes", lambda: 32 << 20)
+    assert limit.beyond_cache(32 << 20, 2) and not limit.beyond_cache((32 << 20) - 1, 2)
+    assert not limit.beyond_cache(4 << 20, 2) and not limit.beyond_cache(32 << 20, 1)
+    ways = limit.LimitWays(4 << 20)
+    try:
+        result = bench.case_function(1 << 20, tf.float32, 2, False, "float", beside=ways.calls)
+    finally:
+        ways.close()
+    assert result.limit_times and result.limit_gbps is None and result.fraction_of_limit() is None
+    assert bench.kernel_bandwidth(1 << 20, tf.float32, 2).limit_gbps is None
+    text = table.format_table([result])
+    assert text.splitlines()[-1].split()[-2:] == ["-", "-"]  # limit, of limit
+    monkeypatch.setattr(limit, "last_level_cache_bytes", lambda: None)  # unknown: the limit is given
+    assert limit.beyond_cache(1, 1)
+
+
 @pytest.mark.parametrize("one, nine, expected", [
     ([1.0, 1.0, 1.0], [9.0, 9.0, 9.0], 1.0),
     ([1.0, 2.0, 1.0], [1.0, 1.5, 1.0], None),  # 9 passes "faster" than 1: noise, no figure
@@ -150,14 +189,10 @@ def test_kernel_time_is_positive_or_no_figure(one, nine, expected):
     assert limit.kernel_seconds(one, nine) == expected
 
 
-def test_kernel_bandwidth_is_a_finite_positive_figure_beside_its_limit():
+def test_kernel_bandwidth_is_a_finite_positive_figure_beside_its_limit(small_cache):
     # 4M float32 (16 MiB): 8 passes take milliseconds, well above the noise
     # between two tf.function calls, so a figure must come out.
-    ways = limit.LimitWays(16 << 20)
-    try:
-        row = bench.kernel_bandwidth(1 << 22, tf.float32, 5, ways.calls)
-    finally:
-        ways.close()
+    row = bench.kernel_bandwidth(1 << 22, tf.float32, 5)
     assert row.gbps is not None and math.isfinite(row.gbps) and 0.1 < row.gbps < 10_000, row
     assert row.limit_gbps is not None and math.isfinite(row.limit_gbps) and 0.1 < row.limit_gbps < 10_000, row
     assert math.isfinite(row.fraction_of_limit()) and row.fraction_of_limit() > 0
@@ -234,7 +269,7 @@ def test_cli_writes_json_and_plot(tmp_path, capsys):
     assert (tmp_path / "bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_cli_measures_the_limit_for_bandwidth_bound_sizes(tmp_path, capsys):
+def test_cli_measures_the_limit_for_bandwidth_bound_sizes(tmp_path, capsys, small_cache):
     assert main(["bench", "--sizes", "1M", "--rounds", "2", "--lambda", "variable", "--no-memory",
                  "--no-dann", "--out", str(tmp_path)]) == 0
     printed = capsys.readouterr().out

@@ -18,7 +18,7 @@ import tensorflow as tf
 
 import grad_reverse
 from grad_reverse import reference
-from grad_reverse.bench.limit import LIMIT_PREFIX
+from grad_reverse.bench.limit import LIMIT_PREFIX, beyond_cache
 from grad_reverse.bench.measure import Result, interleaved
 
 LAMBDA_KINDS = ("variable", "float")
@@ -88,7 +88,7 @@ def _bandwidth_bound(result: Result, beside: Beside) -> Result:
     (timed among the case's calls) out of its times."""
     if result.size >= BANDWIDTH_BOUND_SIZE:
         result.bytes_moved = 2 * result.size * tf.as_dtype(result.dtype).size
-    result.take_limit(LIMIT_PREFIX)
+    result.take_limit(LIMIT_PREFIX, applies=beyond_cache(result.bytes_moved // 2, 2))
     return result
 
 

@@ -159,10 +159,9 @@ def run(quick: bool = False, dtype: str = "float32", out: Optional[str] = None,
             bar.start(i, label)
             results.append(make())
         bar.finish()
-        kernel_rows = [kernel_bandwidth(size, tf_dtype, rounds, ways(size))
-                       for size in sizes if size >= cases.BANDWIDTH_BOUND_SIZE]
     finally:
         ways.close()
+    kernel_rows = [kernel_bandwidth(size, tf_dtype, rounds) for size in sizes if size >= cases.BANDWIDTH_BOUND_SIZE]
     limits = pooled_limits(results)
     print(table.format_table(results))
     if limits:

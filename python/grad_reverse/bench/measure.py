@@ -94,12 +94,13 @@ class Result:
     # The limit's ways, timed in this case's rounds (their names, their samples).
     limit_times: dict[str, list[float]] = field(default_factory=dict)
 
-    def take_limit(self, prefix: str) -> None:
+    def take_limit(self, prefix: str, applies: bool = True) -> None:
         """Moves the samples named `prefix...` from `times` to `limit_times`
-        and sets `limit_gbps` from them: a limit met under this case's load."""
+        and, where a memory limit `applies` (see limit.beyond_cache), sets
+        `limit_gbps` from them: a limit met under this case's load."""
         names = [name for name in self.times if name.startswith(prefix)]
         self.limit_times = {name[len(prefix):]: self.times.pop(name) for name in names}
-        if self.limit_times and self.bytes_moved:
+        if self.limit_times and self.bytes_moved and applies:
             self.limit_gbps = limit_from_times(self.bytes_moved // 2, self.limit_times).gbps
 
     @property

@@ -6,7 +6,7 @@ import re
 import statistics
 from typing import Optional, Sequence
 
-from grad_reverse.bench.limit import KernelBandwidth, fits_in_cache, last_level_cache_bytes
+from grad_reverse.bench.limit import KernelBandwidth, beyond_cache, last_level_cache_bytes
 from grad_reverse.bench.measure import Limit, Result
 
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
@@ -76,9 +76,10 @@ def format_table(results: Sequence[Result]) -> str:
 
 
 def _cache_note(nbytes: int, buffers: int) -> str:
-    if not fits_in_cache(nbytes, buffers):
+    if beyond_cache(nbytes, buffers):
         return ""
-    return f"  [fits in the {last_level_cache_bytes() / 2**20:.0f} MiB last-level cache: the cache's limit]"
+    return (f"  [under twice the {last_level_cache_bytes() / 2**20:.0f} MiB last-level cache: passes run from "
+            f"the cache, no memory limit applies, rows show none]")
 
 
 def format_limits(limits: dict[int, Limit], dtype_size: int) -> str:
@@ -95,7 +96,8 @@ def format_limits(limits: dict[int, Limit], dtype_size: int) -> str:
 
 def format_kernel_rows(rows: Sequence[KernelBandwidth], dtype: str) -> str:
     """The kernel alone, in place, against the limit timed in its rounds."""
-    lines = ["backward kernel alone, in place (read+write GB/s; the limit timed in the same rounds):"]
+    lines = ["backward kernel alone, in place (read+write GB/s; the limit: copies and in-place passes timed "
+             "in the same rounds, 9 passes minus 1 like the kernel):"]
     for row in rows:
         if row.gbps is None:
             lines.append(f"  {size_label(row.size):>6s} {dtype}: not measurable (8 passes took less than the noise)")
