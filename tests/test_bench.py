@@ -152,32 +152,20 @@ def test_the_kernels_limit_ways_are_timed_as_the_kernel_is():
     ways = limit.RepeatedPassWays(1 << 12)
     try:
         assert {label.rsplit(" ", 1)[1] for label in ways.calls} == {"x1", "x9"}
-        buffer = ways.copies[1].parts[0][0]  # the in-place way's slice
+        assert not any("tf.function" in label for label in ways.calls)  # no graph call per pass
+        negate = ways.ways.copies[1]  # numpy in place, 1 thread
+        buffer = negate.parts[0][0]
         before = buffer.copy()
         ways.calls[limit.LIMIT_PREFIX + "numpy in place, 1 thread x9"]()
-        np.testing.assert_array_equal(buffer, -before)  # 9 negations: one sign flip
+        np.testing.assert_array_equal(buffer, -before)  # 9 whole passes: one sign flip
     finally:
         ways.close()
-    times = {limit.LIMIT_PREFIX + "a x1": [1.0, 1.0], limit.LIMIT_PREFIX + "a x9": [9.0, 9.0],
-             limit.LIMIT_PREFIX + "b x1": [2.0, 2.0], limit.LIMIT_PREFIX + "b x9": [1.0, 1.0]}
-    assert ways.pass_seconds(times) == {"a": 1.0}  # b lost in the noise: left out
-
-
-def test_no_memory_limit_where_the_bytes_stay_in_the_cache(monkeypatch):
-    monkeypatch.setattr(limit, "last_level_cache_bytes", lambda: 32 << 20)
-    assert limit.beyond_cache(32 << 20, 2) and not limit.beyond_cache((32 << 20) - 1, 2)
-    assert not limit.beyond_cache(4 << 20, 2) and not limit.beyond_cache(32 << 20, 1)
-    ways = limit.LimitWays(4 << 20)
-    try:
-        result = bench.case_function(1 << 20, tf.float32, 2, False, "float", beside=ways.calls)
-    finally:
-        ways.close()
-    assert result.limit_times and result.limit_gbps is None and result.fraction_of_limit() is None
-    assert bench.kernel_bandwidth(1 << 20, tf.float32, 2).limit_gbps is None
-    text = table.format_table([result])
-    assert text.splitlines()[-1].split()[-2:] == ["-", "-"]  # limit, of limit
-    monkeypatch.setattr(limit, "last_level_cache_bytes", lambda: None)  # unknown: the limit is given
-    assert limit.beyond_cache(1, 1)
+    prefix = limit.LIMIT_PREFIX
+    times = {prefix + "a x1": [1.0, 1.0, 1.0], prefix + "a x9": [9.0, 9.0, 1.0],
+             prefix + "b x1": [2.0, 1.0, 1.0], prefix + "b x9": [2.8, 17.0, 0.5]}
+    # Per round the fastest positive pass: (a 1.0, b 0.1) -> 0.1; (1.0, 2.0) -> 1.0; none -> left out.
+    assert ways.round_best_pass(times) == pytest.approx([0.1, 1.0])
+    assert limit.pass_times([1.0, 2.0], [9.0, 4.0]) == [1.0, 0.25]
 
 
 @pytest.mark.parametrize("one, nine, expected", [

@@ -122,30 +122,28 @@ class Threaded:
             self.pool.shutdown()
 
 
-def threaded_copy(src: np.ndarray, dst: np.ndarray, threads: int, passes: int = 1) -> Threaded:
-    """`dst[:] = src`, each thread one contiguous slice: read + write, out of
-    place; `passes` times in a row per call."""
-    def copy(destination: np.ndarray, source: np.ndarray) -> None:
-        for _ in range(passes):
-            np.copyto(destination, source)
-
-    return Threaded(copy, [(dst[s], src[s]) for s in _slices(src.nbytes, threads)])
+def threaded_copy(src: np.ndarray, dst: np.ndarray, threads: int) -> Threaded:
+    """`dst[:] = src`, each thread one contiguous slice: read + write, out of place."""
+    return Threaded(np.copyto, [(dst[s], src[s]) for s in _slices(src.nbytes, threads)])
 
 
-def threaded_negate(buffer: np.ndarray, threads: int, passes: int = 1) -> Threaded:
+def threaded_negate(buffer: np.ndarray, threads: int) -> Threaded:
     """`buffer = -buffer` (float32) in place, each thread one slice: read + write of the
-    same bytes, as the backward kernel does when it may overwrite dy; `passes`
-    times in a row per call. (Negation is exact: repeating it never makes
-    denormals.)"""
+    same bytes, as the backward kernel does when it may overwrite dy. (Negation
+    is exact: repeating it never makes denormals.)"""
     values = buffer.view(np.float32)
     step = values.itemsize
     parts = [(values[s.start // step:s.stop // step],) for s in _slices(values.nbytes, threads)]
+    return Threaded(lambda part: np.negative(part, out=part), parts)
 
-    def negate(part: np.ndarray) -> None:
-        for _ in range(passes):
-            np.negative(part, out=part)
 
-    return Threaded(negate, parts)
+def repeat_call(call: Callable[[], object], times: int) -> Callable[[], None]:
+    """`call` `times` times in a row: whole passes, each over all the bytes."""
+    def run() -> None:
+        for _ in range(times):
+            call()
+
+    return run
 
 
 def _tensorflow_multiply(nbytes: int) -> Callable[[], object]:
@@ -168,7 +166,7 @@ class LimitWays:
     go among a case's calls, for as many cases of that size as need them.
     Call `close()` when done: the threaded ways own thread pools."""
 
-    def __init__(self, nbytes: int, dtype: tf.DType = tf.float32) -> None:
+    def __init__(self, nbytes: int, dtype: tf.DType = tf.float32, tensorflow: bool = True) -> None:
         self.copies: list[Threaded] = []
         ways: dict[str, Callable[[], object]] = {}
         if tf.config.list_logical_devices("GPU"):
@@ -187,7 +185,8 @@ class LimitWays:
                         continue
                     self.copies.append(way)
                     ways[label] = way
-            ways["tf.function multiply"] = _tensorflow_multiply(nbytes)
+            if tensorflow:
+                ways["tf.function multiply"] = _tensorflow_multiply(nbytes)
         self.nbytes = nbytes
         self.calls = {LIMIT_PREFIX + name: way for name, way in ways.items()}
 
@@ -198,47 +197,31 @@ class LimitWays:
 
 class RepeatedPassWays:
     """The limit's ways for the kernel-alone measurement, timed as the kernel
-    is: each way once as 1 pass and once as 9 passes in a row per call (the
-    threads loop over their slices), so that (9 - 1) / 8 is one pass without
-    the call's own cost, the same subtraction that gives the kernel's pass.
-    Without it a 4 MiB in-cache buffer read 148 % of the limit: the kernel's
-    8 passes paid one graph call, each numpy pass a thread dispatch."""
+    is: each way as 1 pass and as 9 passes in a row per sample, every pass
+    over all the bytes (threads joined after each, as after each of the
+    kernel's ops), and one pass read per round as (9 - 1) / 8, the
+    subtraction that gives the kernel's pass. (A single numpy call per
+    sample against the kernel's 8 passes in one graph call read an in-cache
+    4 MiB buffer at 148 % of the "limit".)"""
 
     PASSES = (1, 9)
 
     def __init__(self, nbytes: int) -> None:
-        self.copies: list[Threaded] = []
-        self.calls: dict[str, Callable[[], object]] = {}
-        nbytes = max(4, nbytes - nbytes % 4)
-        src, dst = np.ones(nbytes, np.uint8), np.zeros(nbytes, np.uint8)
-        for threads in thread_counts(usable_cores()):
-            for passes in self.PASSES:
-                for name, way in (("numpy copy", threaded_copy(src, dst, threads, passes)),
-                                  ("numpy in place", threaded_negate(dst, threads, passes))):
-                    used = len(way.parts)
-                    label = f"{LIMIT_PREFIX}{name}, {used} thread{'s' if used > 1 else ''} x{passes}"
-                    if label in self.calls:
-                        way.close()
-                        continue
-                    self.copies.append(way)
-                    self.calls[label] = way
-        self.nbytes = nbytes
+        self.ways = LimitWays(nbytes, tf.float32, tensorflow=False)
+        self.nbytes = self.ways.nbytes
+        self.calls = {f"{label} x{passes}": repeat_call(way, passes)
+                      for label, way in self.ways.calls.items() for passes in self.PASSES}
 
-    def pass_seconds(self, times: dict[str, list[float]]) -> dict[str, float]:
-        """Each way's seconds per pass from its x1 and x9 samples (ways lost
-        in the noise left out)."""
-        seconds = {}
-        for label in times:
-            if label.endswith(" x1"):
-                way = label[len(LIMIT_PREFIX):-len(" x1")]
-                one_pass = kernel_seconds(times[label], times[label[:-len("x1")] + "x9"])
-                if one_pass is not None:
-                    seconds[way] = one_pass
-        return seconds
+    def round_best_pass(self, times: dict[str, list[float]]) -> list[float]:
+        """Per round, the fastest way's seconds per pass; rounds where every
+        way's difference was lost in the noise are left out."""
+        per_way = [pass_times(times[label], times[label[:-len("x1")] + "x9"])
+                   for label in times if label.endswith(" x1")]
+        best = [min((t for t in round_ if t > 0), default=None) for round_ in zip(*per_way)]
+        return [t for t in best if t is not None]
 
     def close(self) -> None:
-        for copy in self.copies:
-            copy.close()
+        self.ways.close()
 
 
 def measure_limit(nbytes: int, rounds: int, dtype: tf.DType = tf.float32) -> Limit:
@@ -266,12 +249,18 @@ class KernelBandwidth:
         return self.gbps / self.limit_gbps if self.gbps and self.limit_gbps else None
 
 
+def pass_times(one: list[float], nine: list[float]) -> list[float]:
+    """Per round, one pass: (the 9-pass sample - the 1-pass sample) / 8, both
+    taken next to each other, so a change of load between rounds cancels."""
+    return [(n - o) / 8 for o, n in zip(one, nine)]
+
+
 def kernel_seconds(one: list[float], nine: list[float]) -> Optional[float]:
-    """One pass of the kernel: (median of the 9-pass graph - median of the
-    1-pass graph) / 8; None when that is not positive, i.e. the 8 passes
-    took less than the noise between the two graphs' calls (tiny sizes, a
-    busy machine): no figure rather than a negative or infinite one."""
-    seconds = (statistics.median(nine) - statistics.median(one)) / 8
+    """One pass of the kernel: the median over rounds of `pass_times`; None
+    when that is not positive, i.e. the 8 passes took less than the noise
+    between the two graphs' calls (tiny sizes, a busy machine): no figure
+    rather than a negative or infinite one."""
+    seconds = statistics.median(pass_times(one, nine)) if one else 0.0
     return seconds if seconds > 0 else None
 
 
@@ -307,6 +296,6 @@ def kernel_bandwidth(size: int, dtype: tf.DType, rounds: int, limit: bool = True
         if ways:
             ways.close()
     seconds = kernel_seconds(times.pop("one"), times.pop("nine"))
-    way_seconds = ways.pass_seconds(times) if ways and beyond_cache(nbytes, 1) else {}
-    limit_gbps = 2 * ways.nbytes / min(way_seconds.values()) / 1e9 if way_seconds else None
+    best = ways.round_best_pass(times) if ways and beyond_cache(nbytes, 1) else []
+    limit_gbps = 2 * ways.nbytes / statistics.median(best) / 1e9 if best else None
     return KernelBandwidth(size, nbytes, 2 * nbytes / seconds / 1e9 if seconds else None, limit_gbps)
