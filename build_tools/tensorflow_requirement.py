@@ -24,6 +24,9 @@ instead of a compiler error deep in the log, unless
 GRAD_REVERSE_ALLOW_UNSUPPORTED_TENSORFLOW=1 asks to build anyway. CMake asks
 the same question (`python tensorflow_requirement.py check-version X.Y.Z`),
 so builds that bypass pip get the same answer.
+
+Before any of that, an OS the build has no branch for (anything but Linux)
+stops it too: see supported_platforms.py.
 """
 
 from __future__ import annotations
@@ -32,7 +35,14 @@ import importlib.metadata as metadata
 import os
 import site
 import sys
-from typing import Any, Iterable, Mapping, NoReturn, Optional
+from typing import Any, Iterable, Mapping, NoReturn, Optional, Union
+
+# scikit-build-core imports this file from build_tools/ (provider-path), the
+# tests and CMake by its path: either way, its sibling module sits beside it.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)
+from supported_platforms import UntestedPlatform, check_platform  # noqa: E402
 
 OLDEST_SUPPORTED = (2, 15)
 NEWEST_SUPPORTED = (2, 21)
@@ -139,16 +149,19 @@ def build_requirement() -> Optional[str]:
     return None
 
 
-def _stop(error: UnsupportedTensorFlow) -> NoReturn:
+def _stop(error: Union[UnsupportedTensorFlow, UntestedPlatform]) -> NoReturn:
     # pip shows a build backend's stderr; a traceback would bury the message.
     print(f"\nERROR: {error}\n", file=sys.stderr)
     raise SystemExit(1)
 
 
 def get_requires_for_dynamic_metadata(settings: Optional[Mapping[str, Any]] = None) -> list[str]:
+    # The first hook a `pip install .` calls: the platform first, before
+    # pip would download a TensorFlow to build against.
     try:
+        check_platform()
         requirement = build_requirement()
-    except UnsupportedTensorFlow as error:
+    except (UntestedPlatform, UnsupportedTensorFlow) as error:
         _stop(error)
     return [requirement] if requirement else []
 
@@ -156,6 +169,10 @@ def get_requires_for_dynamic_metadata(settings: Optional[Mapping[str, Any]] = No
 def dynamic_metadata(field: str, settings: Optional[Mapping[str, Any]] = None, *_: Any) -> list[str]:
     if field != "dependencies":
         raise ValueError(f"tensorflow_requirement provides 'dependencies', not {field!r}")
+    try:  # here too: `--no-build-isolation` may skip the hook above
+        check_platform()
+    except UntestedPlatform as error:
+        _stop(error)
     # What CMake compiles against: the build environment's TensorFlow when pip
     # installed one there, else the target environment's (see
     # cmake/TensorFlowFromPython.cmake for the same order).

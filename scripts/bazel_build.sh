@@ -5,7 +5,7 @@
 #   1. //:_grad_reverse_ops.so loads into that Python (tf.load_op_library,
 #      without the grad_reverse package) and passes a smoke test: forward is
 #      the identity, backward -lambda*dy, a non-finite lambda is rejected;
-#   2. a workspace set up like TF Serving's (docs/serving.md: our repository
+#   2. a workspace set up like TF Serving's (docs/bazel.md: our repository
 #      as @grad_reverse with repo_mapping {"@grad_reverse_tf": "@org_tensorflow"})
 #      links //:grad_reverse_ops statically into the SavedModel runner of
 #      cc/tools, which then runs a SavedModel holding GradReverse without
@@ -112,7 +112,7 @@ PY
 
 [ "$serving_check" = 1 ] || exit 0
 
-# A workspace wired the way docs/serving.md wires TF Serving's: our source
+# A workspace wired the way docs/bazel.md wires TF Serving's: our source
 # tree under third_party_ops/ (linked here; copied there), hidden from the
 # main workspace by .bazelignore, declared as @grad_reverse with repo_mapping.
 # The pip TensorFlow stands in for TF Serving's @org_tensorflow source tree

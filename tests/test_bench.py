@@ -2,6 +2,7 @@
 not asserted: this machine is noisy)."""
 
 import json
+import math
 import os
 import sys
 import time
@@ -13,7 +14,14 @@ import tensorflow as tf
 from grad_reverse import bench
 from grad_reverse.__main__ import main
 from grad_reverse.bench import allocations, cli, limit, table
-from grad_reverse.bench.measure import paired_ratio
+from grad_reverse.bench.measure import limit_from_times, paired_ratio, round_best
+
+
+@pytest.fixture
+def small_cache(monkeypatch):
+    """A 1 MiB last-level cache: the tiny sizes the tests use then go to
+    "memory", so that a limit applies to them."""
+    monkeypatch.setattr(limit, "last_level_cache_bytes", lambda: 1 << 20)
 
 
 def test_interleaved_times_every_callable_each_round():
@@ -92,15 +100,90 @@ def test_slices_cover_the_bytes_once_on_cache_line_boundaries():
 
 
 def test_limit_is_the_best_of_several_ways_on_tiny_buffers():
-    measured = bench.measure_limit(1 << 12, 2)
-    assert measured.gbps > 0 and measured.gbps == max(measured.methods.values())
-    assert measured.method in measured.methods and len(measured.methods) >= 3
+    measured = bench.measure_limit(1 << 12, 3)
+    # Per round the fastest way: at least as fast as any single way's median.
+    assert measured.gbps > 0 and measured.gbps >= max(measured.methods.values())
+    assert measured.method in measured.methods and len(measured.methods) >= 3 and measured.rounds == 3
     assert any("threads" in name for name in measured.methods) or limit.usable_cores() == 1
     assert limit.thread_counts(16) == [1, 8, 16] and limit.thread_counts(1) == [1]
 
 
-def test_kernel_bandwidth_is_measured():
-    assert bench.kernel_bandwidth(1 << 12, tf.float32, 3) != 0
+def test_the_limit_is_the_median_over_rounds_of_each_rounds_fastest_way():
+    times = {"a": [1.0, 3.0, 1.0, 9.0, 3.0], "b": [2.0, 2.0, 2.0, 8.0, 4.0]}
+    assert round_best(times) == [1.0, 2.0, 1.0, 8.0, 3.0]
+    measured = limit_from_times(1000, times)
+    assert measured.gbps == pytest.approx(2 * 1000 / 2.0 / 1e9)  # median of the round bests
+    assert measured.method == "a" and measured.rounds == 5  # fastest in 3 of 5 rounds
+    assert measured.methods == {"a": pytest.approx(2000 / 3.0 / 1e9), "b": pytest.approx(2000 / 2.0 / 1e9)}
+
+
+def test_a_case_slower_than_the_limit_in_every_round_reads_below_it_whatever_the_load():
+    # The load changes from round to round (x1 to x5); the case, timed in the
+    # same rounds, is 10 % slower than the limit's fastest way in each. Taken
+    # the same way (medians of the same rounds), it reads 1/1.1 of the limit,
+    # never above it. (A limit from its own fastest round, measured apart from
+    # the case, read the case above 100 % as soon as the load rose.)
+    load = [1.0, 5.0, 2.0, 5.0, 1.0, 4.0, 5.0]
+    result = bench.Result("fwd+bwd", "tf.function", 1 << 20, "float32", "variable",
+                          {"native": [0.011 * x for x in load], "reference": [0.02 * x for x in load],
+                           "identity": [0.001] * 7,
+                           "limit: copy": [0.010 * x for x in load], "limit: in place": [0.012 * x for x in load]},
+                          bytes_moved=8 << 20)
+    result.take_limit("limit: ")
+    assert set(result.times) == {"native", "reference", "identity"}
+    assert set(result.limit_times) == {"copy", "in place"}
+    assert result.fraction_of_limit() == pytest.approx(1 / 1.1)
+
+
+def test_cases_time_the_limits_ways_in_their_own_rounds(small_cache):
+    ways = limit.LimitWays(4 << 20)
+    try:
+        result = bench.case_function(1 << 20, tf.float32, 3, False, "float", beside=ways.calls)
+    finally:
+        ways.close()
+    assert set(result.times) == set(bench.IMPLEMENTATIONS)  # the ways are not implementations
+    assert {limit.LIMIT_PREFIX + name for name in result.limit_times} == set(ways.calls)
+    assert all(len(samples) == 3 for samples in result.limit_times.values())
+    assert result.limit_gbps == limit_from_times(4 << 20, result.limit_times).gbps
+    assert 0 < result.fraction_of_limit() < math.inf
+
+
+def test_the_kernels_limit_ways_are_timed_as_the_kernel_is():
+    ways = limit.RepeatedPassWays(1 << 12)
+    try:
+        assert {label.rsplit(" ", 1)[1] for label in ways.calls} == {"x1", "x9"}
+        assert not any("tf.function" in label for label in ways.calls)  # no graph call per pass
+        negate = ways.ways.copies[1]  # numpy in place, 1 thread
+        buffer = negate.parts[0][0]
+        before = buffer.copy()
+        ways.calls[limit.LIMIT_PREFIX + "numpy in place, 1 thread x9"]()
+        np.testing.assert_array_equal(buffer, -before)  # 9 whole passes: one sign flip
+    finally:
+        ways.close()
+    prefix = limit.LIMIT_PREFIX
+    times = {prefix + "a x1": [1.0, 1.0, 1.0], prefix + "a x9": [9.0, 9.0, 1.0],
+             prefix + "b x1": [2.0, 1.0, 1.0], prefix + "b x9": [2.8, 17.0, 0.5]}
+    # Per round the fastest positive pass: (a 1.0, b 0.1) -> 0.1; (1.0, 2.0) -> 1.0; none -> left out.
+    assert ways.round_best_pass(times) == pytest.approx([0.1, 1.0])
+    assert limit.pass_times([1.0, 2.0], [9.0, 4.0]) == [1.0, 0.25]
+
+
+@pytest.mark.parametrize("one, nine, expected", [
+    ([1.0, 1.0, 1.0], [9.0, 9.0, 9.0], 1.0),
+    ([1.0, 2.0, 1.0], [1.0, 1.5, 1.0], None),  # 9 passes "faster" than 1: noise, no figure
+    ([1.0], [1.0], None),
+])
+def test_kernel_time_is_positive_or_no_figure(one, nine, expected):
+    assert limit.kernel_seconds(one, nine) == expected
+
+
+def test_kernel_bandwidth_is_a_finite_positive_figure_beside_its_limit(small_cache):
+    # 4M float32 (16 MiB): 8 passes take milliseconds, well above the noise
+    # between two tf.function calls, so a figure must come out.
+    row = bench.kernel_bandwidth(1 << 22, tf.float32, 5)
+    assert row.gbps is not None and math.isfinite(row.gbps) and 0.1 < row.gbps < 10_000, row
+    assert row.limit_gbps is not None and math.isfinite(row.limit_gbps) and 0.1 < row.limit_gbps < 10_000, row
+    assert math.isfinite(row.fraction_of_limit()) and row.fraction_of_limit() > 0
 
 
 def test_native_backward_allocates_nothing_where_the_reference_allocates_float32_temporaries():
@@ -174,7 +257,7 @@ def test_cli_writes_json_and_plot(tmp_path, capsys):
     assert (tmp_path / "bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_cli_measures_the_limit_for_bandwidth_bound_sizes(tmp_path, capsys):
+def test_cli_measures_the_limit_for_bandwidth_bound_sizes(tmp_path, capsys, small_cache):
     assert main(["bench", "--sizes", "1M", "--rounds", "2", "--lambda", "variable", "--no-memory",
                  "--no-dann", "--out", str(tmp_path)]) == 0
     printed = capsys.readouterr().out
@@ -183,6 +266,10 @@ def test_cli_measures_the_limit_for_bandwidth_bound_sizes(tmp_path, capsys):
     graph_rows = [r for r in payload["results"] if r["mode"] == "tf.function" and r["case"] == "fwd+bwd"]
     assert graph_rows and all(r["limit_gbps"] > 0 and r["native_fraction_of_limit"] > 0 for r in graph_rows)
     assert payload["bandwidth_limits"][0]["method"] in payload["bandwidth_limits"][0]["methods"]
+    assert "timed in the same rounds" in printed
+    kernel = payload["kernel_in_place_bandwidth"]
+    assert [row["size"] for row in kernel] == [1 << 20]
+    assert kernel[0]["limit_gbps"] > 0
 
 
 @pytest.mark.parametrize("argv", [["--sizes", "1k2"], ["--sizes", "16MB"], ["--rounds", "0"], ["--lambda", "int"]])

@@ -17,7 +17,20 @@
 
 #if GRAD_REVERSE_X86_PATHS
 
+// GCC 12's AVX-512 intrinsics start some results from _mm512_undefined_*()
+// (a deliberately uninitialized register), and at -O2 and up with -Wall,
+// -Wmaybe-uninitialized then fires inside the header once per inlined use
+// (GCC bug 105593; the Bazel build's -Wall shows 36 per compilation). The
+// values are never read uninitialized; silence that one warning for the
+// header's code only, here where it is included.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 #include <cstdint>
 

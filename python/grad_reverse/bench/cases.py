@@ -11,13 +11,14 @@ scheduled lambda can do less.
 
 from __future__ import annotations
 
-from typing import Callable, Union
+from typing import Callable, Optional, Union
 
 import numpy as np
 import tensorflow as tf
 
 import grad_reverse
 from grad_reverse import reference
+from grad_reverse.bench.limit import LIMIT_PREFIX, beyond_cache
 from grad_reverse.bench.measure import Result, interleaved
 
 LAMBDA_KINDS = ("variable", "float")
@@ -27,6 +28,8 @@ LAMBDA_VALUE = 0.5
 BANDWIDTH_BOUND_SIZE = 1 << 20
 
 LambdaArg = Union[float, tf.Variable]
+# The limit's ways (`limit.LimitWays.calls`) to time in a case's own rounds.
+Beside = Optional[dict[str, Callable[[], object]]]
 
 
 def make_lambda(kind: str) -> LambdaArg:
@@ -80,17 +83,26 @@ def fwd_bwd(layer: Callable, x, dy, lambda_):
     return tape.gradient(y, x, output_gradients=dy)
 
 
-def case_eager(size: int, dtype: tf.DType, rounds: int, lambda_kind: str = "variable") -> Result:
-    """Eager forward + backward: where dispatch cost dominates small tensors."""
+def _bandwidth_bound(result: Result, beside: Beside) -> Result:
+    """Marks the bytes the backward moves, and takes the limit's samples
+    (timed among the case's calls) out of its times."""
+    if result.size >= BANDWIDTH_BOUND_SIZE:
+        result.bytes_moved = 2 * result.size * tf.as_dtype(result.dtype).size
+    result.take_limit(LIMIT_PREFIX, applies=beyond_cache(result.bytes_moved // 2, 2))
+    return result
+
+
+def case_eager(size: int, dtype: tf.DType, rounds: int, lambda_kind: str = "variable",
+               beside: Beside = None) -> Result:
+    """Eager forward + backward: where dispatch cost dominates small tensors.
+    `beside`: the limit's ways, timed in the same rounds."""
     x, dy = _inputs(size, dtype)
     lambda_ = make_lambda(lambda_kind)
     calls = {name: (lambda layer=layer: fwd_bwd(layer, x, dy, lambda_))
              for name, layer in _layers(lambda_, eager=True).items()}
     per_round = max(1, min(50, (1 << 20) // max(size, 1)))
-    result = Result("fwd+bwd", "eager", size, dtype.name, lambda_kind, interleaved(calls, rounds, per_round))
-    if size >= BANDWIDTH_BOUND_SIZE:
-        result.bytes_moved = 2 * size * dtype.size
-    return result
+    times = interleaved({**calls, **(beside or {})}, rounds, per_round)
+    return _bandwidth_bound(Result("fwd+bwd", "eager", size, dtype.name, lambda_kind, times), beside)
 
 
 def fwd_bwd_function(layer: Callable, lambda_, jit: bool = False):
@@ -103,7 +115,7 @@ def fwd_bwd_function(layer: Callable, lambda_, jit: bool = False):
 
 
 def case_function(size: int, dtype: tf.DType, rounds: int, jit: bool = False,
-                  lambda_kind: str = "variable") -> Result:
+                  lambda_kind: str = "variable", beside: Beside = None) -> Result:
     """tf.function forward + backward with dy passed in (so dx cannot reuse
     dy's buffer: the call includes allocating dx). A float lambda is a graph
     constant; a Variable is read inside the graph at every call."""
@@ -115,10 +127,8 @@ def case_function(size: int, dtype: tf.DType, rounds: int, jit: bool = False,
         calls[name] = lambda fn=fn: fn(x, dy)
     per_round = max(1, min(50, (1 << 18) // max(size, 1)))
     mode = "xla" if jit else "tf.function"
-    result = Result("fwd+bwd", mode, size, dtype.name, lambda_kind, interleaved(calls, rounds, per_round))
-    if size >= BANDWIDTH_BOUND_SIZE:
-        result.bytes_moved = 2 * size * dtype.size
-    return result
+    times = interleaved({**calls, **(beside or {})}, rounds, per_round)
+    return _bandwidth_bound(Result("fwd+bwd", mode, size, dtype.name, lambda_kind, times), beside)
 
 
 def chain_function(layer: Callable, lambda_) -> Callable:

@@ -16,8 +16,8 @@ import tensorflow as tf
 import grad_reverse
 from grad_reverse.bench import cases, table
 from grad_reverse.bench.allocations import backward_allocations
-from grad_reverse.bench.limit import Limit, kernel_bandwidth, measure_limit
-from grad_reverse.bench.measure import Result
+from grad_reverse.bench.limit import LimitWays, kernel_bandwidth
+from grad_reverse.bench.measure import Limit, Result, limit_from_times
 
 FULL_SIZES = (1 << 10, 1 << 16, 1 << 20, 1 << 24, 1 << 26)
 QUICK_SIZES = (1 << 10, 1 << 20, 1 << 24)
@@ -47,16 +47,46 @@ class Progress:
             sys.stderr.flush()
 
 
+class LimitWaysBySize:
+    """The limit's ways for the byte count the current case needs, built on
+    first use and shared by the cases of that size that follow; asked for
+    another size, it frees the previous one's (at 64M float32 they hold
+    three 256 MiB buffers). `close()` frees the last."""
+
+    def __init__(self, dtype: tf.DType) -> None:
+        self.dtype, self.ways = dtype, {}
+
+    def __call__(self, size: int) -> cases.Beside:
+        """The ways to time beside a case of `size` elements; None below the
+        bandwidth-bound sizes."""
+        if size < cases.BANDWIDTH_BOUND_SIZE:
+            return None
+        nbytes = size * self.dtype.size
+        if nbytes not in self.ways:
+            self.close()
+            self.ways[nbytes] = LimitWays(nbytes, self.dtype)
+        return self.ways[nbytes].calls
+
+    def close(self) -> None:
+        for ways in self.ways.values():
+            ways.close()
+        self.ways.clear()
+
+
 def plan(sizes: Sequence[int], dtype: tf.DType, rounds: int, lambdas: Sequence[str], quick: bool,
-         dann: bool) -> list[tuple[str, Callable[[], Result]]]:
-    """(label, run) for every case, the Variable lambda's first."""
+         dann: bool, beside: Callable[[int], cases.Beside] = lambda size: None
+         ) -> list[tuple[str, Callable[[], Result]]]:
+    """(label, run) for every case, the Variable lambda's first. `beside(size)`:
+    the limit's ways to time in that size's forward+backward cases."""
     steps: list[tuple[str, Callable[[], Result]]] = []
     for kind in lambdas:
         for size in sizes:
             label = f"{table.size_label(size)} {dtype.name}, {kind} lambda"
-            steps.append((f"eager {label}", lambda s=size, k=kind: cases.case_eager(s, dtype, rounds, k)))
-            steps.append((f"tf.function {label}", lambda s=size, k=kind: cases.case_function(s, dtype, rounds, False, k)))
-            steps.append((f"xla {label}", lambda s=size, k=kind: cases.case_function(s, dtype, rounds, True, k)))
+            steps.append((f"eager {label}", lambda s=size, k=kind: cases.case_eager(s, dtype, rounds, k, beside(s))))
+            steps.append((f"tf.function {label}",
+                          lambda s=size, k=kind: cases.case_function(s, dtype, rounds, False, k, beside(s))))
+            steps.append((f"xla {label}",
+                          lambda s=size, k=kind: cases.case_function(s, dtype, rounds, True, k, beside(s))))
     chain_size = min(max(sizes), 1 << 24)
     for kind in lambdas:
         steps.append((f"chain {table.size_label(chain_size)}, {kind} lambda",
@@ -67,6 +97,18 @@ def plan(sizes: Sequence[int], dtype: tf.DType, rounds: int, lambdas: Sequence[s
             steps.append((f"DANN step, {kind} lambda",
                           lambda k=kind: cases.case_dann_step(batch, width, rounds, k)))
     return steps
+
+
+def pooled_limits(results: Sequence[Result]) -> dict[int, Limit]:
+    """Per byte count, the limit over the rounds of every case of that size
+    (each case's own limit is in its row)."""
+    pooled: dict[int, dict[str, list[float]]] = {}
+    for result in results:
+        if result.limit_times and result.bytes_moved:
+            times = pooled.setdefault(result.bytes_moved // 2, {})
+            for name, samples in result.limit_times.items():
+                times.setdefault(name, []).extend(samples)
+    return {nbytes: limit_from_times(nbytes, times) for nbytes, times in pooled.items()}
 
 
 def _named(floor: str) -> str:
@@ -108,33 +150,24 @@ def run(quick: bool = False, dtype: str = "float32", out: Optional[str] = None,
     sizes = tuple(sizes or (QUICK_SIZES if quick else FULL_SIZES))
     rounds = rounds or (11 if quick else 41)
     started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
-    steps = plan(sizes, tf_dtype, rounds, lambdas, quick, dann)
-    bar = Progress(len(steps), progress)
-    results: list[Result] = []
-    limits: dict[int, Limit] = {}
-    for i, (label, make) in enumerate(steps):
-        bar.start(i, label)
-        result = make()
-        if result.bytes_moved:
-            nbytes = result.bytes_moved // 2
-            if nbytes not in limits:
-                limits[nbytes] = measure_limit(nbytes, rounds, tf_dtype)
-            result.limit_gbps = limits[nbytes].gbps
-        results.append(result)
-    bar.finish()
+    ways = LimitWaysBySize(tf_dtype)
+    try:
+        steps = plan(sizes, tf_dtype, rounds, lambdas, quick, dann, ways)
+        bar = Progress(len(steps), progress)
+        results: list[Result] = []
+        for i, (label, make) in enumerate(steps):
+            bar.start(i, label)
+            results.append(make())
+        bar.finish()
+    finally:
+        ways.close()
+    kernel_rows = [kernel_bandwidth(size, tf_dtype, rounds) for size in sizes if size >= cases.BANDWIDTH_BOUND_SIZE]
+    limits = pooled_limits(results)
     print(table.format_table(results))
     if limits:
         print("\n" + table.format_limits(limits, tf_dtype.size))
-    kernel_rows = []
-    for size in (s for s in sizes if s >= cases.BANDWIDTH_BOUND_SIZE):
-        gbps = kernel_bandwidth(size, tf_dtype, rounds)
-        limit = limits.get(size * tf_dtype.size)
-        kernel_rows.append({"size": size, "native_gbps": gbps, "limit_gbps": limit.gbps if limit else None})
     if kernel_rows:
-        print("\nbackward kernel alone, in place (read+write GB/s):")
-        for row in kernel_rows:
-            of_limit = f"  {row['native_gbps'] / row['limit_gbps']:.0%} of the limit" if row["limit_gbps"] else ""
-            print(f"  {table.size_label(row['size']):>6s} {dtype}: {row['native_gbps']:6.1f}{of_limit}")
+        print("\n" + table.format_kernel_rows(kernel_rows, dtype))
     allocations = {}
     if memory:
         allocations = {impl: backward_allocations(impl, ALLOCATION_SIZE, tf_dtype, verbose)
@@ -166,7 +199,9 @@ def write_outputs(directory: Path, results: Sequence[Result], limits: dict[int, 
         "cpu_count": os.cpu_count(), "gpus": [d.name for d in tf.config.list_logical_devices("GPU")],
         "results": [r.summary() for r in results],
         "bandwidth_limits": [vars(limit) for limit in limits.values()],
-        "backward_allocated_bytes": allocations, "kernel_in_place_bandwidth": kernel_rows,
+        "backward_allocated_bytes": allocations,
+        "kernel_in_place_bandwidth": [{"size": row.size, "native_gbps": row.gbps, "limit_gbps": row.limit_gbps,
+                                       "fraction_of_limit": row.fraction_of_limit()} for row in kernel_rows],
     }
     (directory / "bench.json").write_text(json.dumps(payload, indent=2))
     try:

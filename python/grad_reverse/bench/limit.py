@@ -1,26 +1,36 @@
-"""The machine's memory bandwidth, measured in the same run as the cases, as
+"""The machine's memory bandwidth, measured beside the cases it bounds, as
 the bar for a bandwidth-bound backward (which reads dy and writes dx).
 
 No single program reaches a machine's bandwidth everywhere: one thread cannot
 saturate a multi-channel memory system, and threads cost a dispatch that
 dominates small copies. So the limit is the best of several ways of moving
-the same number of bytes (read + write, into a buffer allocated and touched
-beforehand), each timed interleaved with the others:
+the same number of bytes (read + write, into buffers allocated and touched
+beforehand, as large as the case's own tensors):
 
 * `numpy copy, N threads` for N = 1, half the usable cores and all of them:
   `np.copyto` on N slices, one per thread (numpy releases the GIL for
   copies, so the threads run in parallel): out of place, as the backward
-  when it must allocate dx;
+  when it must allocate dx (glibc's memcpy streams large copies past the
+  cache, as the kernel does);
 * `numpy in place, N threads`: `np.negative(a, out=a)` the same way, as the
-  backward when it overwrites dy (faster where the bytes fit in a cache);
+  backward when it overwrites dy;
 * `tf.function multiply`: TensorFlow's own `x * s` on its intra-op thread
-  pool (Eigen, vectorized, sharded), out of place;
+  pool (Eigen, vectorized, sharded), out of place into a new tensor: the
+  case's own access pattern, allocation included;
 * on a GPU, a device-to-device pass (`x + 0` in a tf.function) instead.
 
-Each way counts with its fastest round, and `Limit.gbps` is the best way: the
-most this machine showed it can move in this run (not a datasheet number).
-On a shared machine a median would move with the load of the moment and fall
-below what a case measured a minute later; the fastest round does much less.
+The ways are timed in the same interleaved rounds as the case they bound
+(`LimitWays.calls`, added to the case's calls), so a burst of load meets
+both alike. Per round the fastest way counts; the limit is the median of
+those over the rounds, read like the case's own median. (An earlier version
+took each way's fastest round, measured before the case: a case that met a
+quieter moment than the limit then read above 100 % of it.)
+
+A memory limit bounds only passes that go to memory. Where the buffers are
+not at least twice the last-level cache (`beyond_cache`), a pass runs from
+the cache, at a speed that depends on the instructions more than on the
+bytes (the kernel's AVX-512 in-place passes over 4 MiB ran at twice numpy's
+best), so no limit is given there: the table shows none, and says why.
 """
 
 from __future__ import annotations
@@ -28,25 +38,48 @@ from __future__ import annotations
 import os
 import statistics
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import Callable
+from dataclasses import dataclass
+from typing import Callable, Optional
 
 import numpy as np
 import tensorflow as tf
 
-from grad_reverse.bench.measure import interleaved
+from grad_reverse.bench.measure import Limit, interleaved, limit_from_times
+
+# Names of the limit's ways among a case's calls.
+LIMIT_PREFIX = "limit: "
 
 _ALIGN = 64  # split copies on cache-line boundaries
 
 
-@dataclass
-class Limit:
-    """Read+write bandwidth for moving `nbytes` (each way) on this machine."""
+def last_level_cache_bytes() -> Optional[int]:
+    """The largest CPU cache's size (Linux sysfs), or None where unknown."""
+    sizes = []
+    root = "/sys/devices/system/cpu/cpu0/cache"
+    try:
+        entries = os.listdir(root)
+    except OSError:
+        return None
+    for entry in entries:
+        try:
+            with open(os.path.join(root, entry, "size")) as f:
+                text = f.read().strip()
+        except OSError:
+            continue
+        units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+        if text[-1:].upper() in units and text[:-1].isdigit():
+            sizes.append(int(text[:-1]) * units[text[-1].upper()])
+        elif text.isdigit():
+            sizes.append(int(text))
+    return max(sizes) if sizes else None
 
-    nbytes: int
-    gbps: float  # the best way's fastest round
-    method: str  # which way that was
-    methods: dict[str, float] = field(default_factory=dict)  # every way's GB/s in its fastest round
+
+def beyond_cache(nbytes: int, buffers: int = 2) -> bool:
+    """Whether `buffers` buffers of `nbytes` take at least twice the
+    last-level cache, so that a pass over them goes mostly to memory (and a
+    memory limit applies). True where the cache's size is unknown."""
+    cache = last_level_cache_bytes()
+    return cache is None or buffers * nbytes >= 2 * cache
 
 
 def usable_cores() -> int:
@@ -104,6 +137,15 @@ def threaded_negate(buffer: np.ndarray, threads: int) -> Threaded:
     return Threaded(lambda part: np.negative(part, out=part), parts)
 
 
+def repeat_call(call: Callable[[], object], times: int) -> Callable[[], None]:
+    """`call` `times` times in a row: whole passes, each over all the bytes."""
+    def run() -> None:
+        for _ in range(times):
+            call()
+
+    return run
+
+
 def _tensorflow_multiply(nbytes: int) -> Callable[[], object]:
     """TensorFlow's own scalar multiply over the same bytes (float32), out of place."""
     x = tf.ones([max(1, nbytes // 4)], tf.float32)
@@ -118,44 +160,118 @@ def _device_pass(nbytes: int, dtype: tf.DType) -> Callable[[], object]:
     return lambda: add(x)
 
 
+class LimitWays:
+    """The ways of moving `nbytes` each way (see the module's doc), with their
+    buffers allocated and touched once: `calls` (named `LIMIT_PREFIX + way`)
+    go among a case's calls, for as many cases of that size as need them.
+    Call `close()` when done: the threaded ways own thread pools."""
+
+    def __init__(self, nbytes: int, dtype: tf.DType = tf.float32, tensorflow: bool = True) -> None:
+        self.copies: list[Threaded] = []
+        ways: dict[str, Callable[[], object]] = {}
+        if tf.config.list_logical_devices("GPU"):
+            ways["device pass"] = _device_pass(nbytes, dtype)
+        else:
+            nbytes = max(4, nbytes - nbytes % 4)  # whole float32 values for the in-place pass
+            src = np.ones(nbytes, np.uint8)
+            dst = np.zeros(nbytes, np.uint8)  # written once here: no page faults while timed
+            for threads in thread_counts(usable_cores()):
+                for name, way in (("numpy copy", threaded_copy(src, dst, threads)),
+                                  ("numpy in place", threaded_negate(dst, threads))):
+                    used = len(way.parts)  # fewer than asked for when the bytes are few
+                    label = f"{name}, {used} thread{'s' if used > 1 else ''}"
+                    if label in ways:
+                        way.close()
+                        continue
+                    self.copies.append(way)
+                    ways[label] = way
+            if tensorflow:
+                ways["tf.function multiply"] = _tensorflow_multiply(nbytes)
+        self.nbytes = nbytes
+        self.calls = {LIMIT_PREFIX + name: way for name, way in ways.items()}
+
+    def close(self) -> None:
+        for copy in self.copies:
+            copy.close()
+
+
+class RepeatedPassWays:
+    """The limit's ways for the kernel-alone measurement, timed as the kernel
+    is: each way as 1 pass and as 9 passes in a row per sample, every pass
+    over all the bytes (threads joined after each, as after each of the
+    kernel's ops), and one pass read per round as (9 - 1) / 8, the
+    subtraction that gives the kernel's pass. (A single numpy call per
+    sample against the kernel's 8 passes in one graph call read an in-cache
+    4 MiB buffer at 148 % of the "limit".)"""
+
+    PASSES = (1, 9)
+
+    def __init__(self, nbytes: int) -> None:
+        self.ways = LimitWays(nbytes, tf.float32, tensorflow=False)
+        self.nbytes = self.ways.nbytes
+        self.calls = {f"{label} x{passes}": repeat_call(way, passes)
+                      for label, way in self.ways.calls.items() for passes in self.PASSES}
+
+    def round_best_pass(self, times: dict[str, list[float]]) -> list[float]:
+        """Per round, the fastest way's seconds per pass; rounds where every
+        way's difference was lost in the noise are left out."""
+        per_way = [pass_times(times[label], times[label[:-len("x1")] + "x9"])
+                   for label in times if label.endswith(" x1")]
+        best = [min((t for t in round_ if t > 0), default=None) for round_ in zip(*per_way)]
+        return [t for t in best if t is not None]
+
+    def close(self) -> None:
+        self.ways.close()
+
+
 def measure_limit(nbytes: int, rounds: int, dtype: tf.DType = tf.float32) -> Limit:
-    """The best read+write bandwidth of several ways of moving `nbytes` each way."""
-    calls: dict[str, Callable[[], object]] = {}
-    copies: list[Threaded] = []
-    if tf.config.list_logical_devices("GPU"):
-        calls["device pass"] = _device_pass(nbytes, dtype)
-    else:
-        nbytes = max(4, nbytes - nbytes % 4)  # whole float32 values for the in-place pass
-        src = np.ones(nbytes, np.uint8)
-        dst = np.zeros(nbytes, np.uint8)  # written once here: no page faults while timed
-        for threads in thread_counts(usable_cores()):
-            for name, way in (("numpy copy", threaded_copy(src, dst, threads)),
-                              ("numpy in place", threaded_negate(dst, threads))):
-                used = len(way.parts)  # fewer than asked for when the bytes are few
-                label = f"{name}, {used} thread{'s' if used > 1 else ''}"
-                if label in calls:
-                    way.close()
-                    continue
-                copies.append(way)
-                calls[label] = way
-        calls["tf.function multiply"] = _tensorflow_multiply(nbytes)
+    """The limit for `nbytes` from its ways alone (the cases time them beside
+    their own calls instead; see `LimitWays`)."""
+    ways = LimitWays(nbytes, dtype)
     try:
         per_round = max(1, min(20, (1 << 22) // max(nbytes, 1)))
-        times = interleaved(calls, rounds, per_round)
+        times = interleaved(ways.calls, rounds, per_round)
     finally:
-        for copy in copies:
-            copy.close()
-    methods = {name: 2 * nbytes / min(samples) / 1e9 for name, samples in times.items()}
-    best = max(methods, key=methods.get)
-    return Limit(nbytes, methods[best], best, methods)
+        ways.close()
+    return limit_from_times(ways.nbytes, {name[len(LIMIT_PREFIX):]: t for name, t in times.items()})
 
 
-def kernel_bandwidth(size: int, dtype: tf.DType, rounds: int) -> float:
+@dataclass
+class KernelBandwidth:
+    """The backward kernel alone, in place, and the limit timed in its rounds."""
+
+    size: int  # elements
+    nbytes: int  # of the buffer the kernel reads and overwrites
+    gbps: Optional[float]  # None when the kernel's time was lost in the noise (see kernel_seconds)
+    limit_gbps: Optional[float]
+
+    def fraction_of_limit(self) -> Optional[float]:
+        return self.gbps / self.limit_gbps if self.gbps and self.limit_gbps else None
+
+
+def pass_times(one: list[float], nine: list[float]) -> list[float]:
+    """Per round, one pass: (the 9-pass sample - the 1-pass sample) / 8, both
+    taken next to each other, so a change of load between rounds cancels."""
+    return [(n - o) / 8 for o, n in zip(one, nine)]
+
+
+def kernel_seconds(one: list[float], nine: list[float]) -> Optional[float]:
+    """One pass of the kernel: the median over rounds of `pass_times`; None
+    when that is not positive, i.e. the 8 passes took less than the noise
+    between the two graphs' calls (tiny sizes, a busy machine): no figure
+    rather than a negative or infinite one."""
+    seconds = statistics.median(pass_times(one, nine)) if one else 0.0
+    return seconds if seconds > 0 else None
+
+
+def kernel_bandwidth(size: int, dtype: tf.DType, rounds: int, limit: bool = True) -> KernelBandwidth:
     """The native backward kernel alone, in place: read+write GB/s.
 
     A graph applies GradReverseGrad to a temporary 1 and 9 times in a row
     (each application in place); the difference is 8 passes of the kernel,
-    with no allocation and no other op."""
+    with no allocation and no other op. With `limit`, the ways of
+    `RepeatedPassWays` run in the same rounds and are read the same way (on
+    a CPU; on a GPU the limit is left out)."""
     from grad_reverse.ops import _library
 
     lambda_ = tf.constant(0.5)
@@ -172,6 +288,14 @@ def kernel_bandwidth(size: int, dtype: tf.DType, rounds: int) -> float:
 
     x = tf.cast(tf.random.normal([size]), dtype)
     one, nine = repeated(1), repeated(9)
-    times = interleaved({"one": lambda: one(x), "nine": lambda: nine(x)}, rounds)
-    kernel = (statistics.median(times["nine"]) - statistics.median(times["one"])) / 8
-    return 2 * size * dtype.size / kernel / 1e9
+    nbytes = size * dtype.size
+    ways = RepeatedPassWays(nbytes) if limit and not tf.config.list_logical_devices("GPU") else None
+    try:
+        times = interleaved({"one": lambda: one(x), "nine": lambda: nine(x), **(ways.calls if ways else {})}, rounds)
+    finally:
+        if ways:
+            ways.close()
+    seconds = kernel_seconds(times.pop("one"), times.pop("nine"))
+    best = ways.round_best_pass(times) if ways and beyond_cache(nbytes, 1) else []
+    limit_gbps = 2 * ways.nbytes / statistics.median(best) / 1e9 if best else None
+    return KernelBandwidth(size, nbytes, 2 * nbytes / seconds / 1e9 if seconds else None, limit_gbps)

@@ -6,6 +6,10 @@ clock steps down. Timing every implementation once per round, round after
 round, puts each one's samples side by side in time, so a ratio taken round
 by round (then the median of those) cancels the drift that a ratio of two
 separately measured medians would carry.
+
+The memory-bandwidth limit is timed the same way: its ways of moving the
+bytes (see `limit`) run in the very rounds of the case they bound, so both
+meet the same load, and both are read the same way (the median over rounds).
 """
 
 from __future__ import annotations
@@ -43,6 +47,32 @@ def interleaved(
     return times
 
 
+def round_best(times: dict[str, list[float]]) -> list[float]:
+    """Per round, the fastest of the timed ways (they ran side by side)."""
+    return [min(samples) for samples in zip(*times.values())]
+
+
+@dataclass
+class Limit:
+    """Read+write bandwidth for moving `nbytes` (each way) on this machine,
+    from ways timed in the same rounds as what it bounds."""
+
+    nbytes: int
+    gbps: float  # 2 * nbytes over the median, across rounds, of each round's fastest way
+    method: str  # the way that was fastest in the most rounds
+    methods: dict[str, float] = field(default_factory=dict)  # every way's GB/s at its own median
+    rounds: int = 0
+
+
+def limit_from_times(nbytes: int, times: dict[str, list[float]]) -> Limit:
+    """The Limit that the ways' samples `times` (interleaved rounds) show."""
+    best = round_best(times)
+    winners = [min(times, key=lambda name: times[name][i]) for i in range(len(best))]
+    method = max(times, key=winners.count)
+    methods = {name: 2 * nbytes / statistics.median(samples) / 1e9 for name, samples in times.items()}
+    return Limit(nbytes, 2 * nbytes / statistics.median(best) / 1e9, method, methods, len(best))
+
+
 def paired_ratio(numerator: list[float], denominator: list[float]) -> float:
     """Median over rounds of numerator[i] / denominator[i] (samples of one round
     were taken next to each other)."""
@@ -61,6 +91,17 @@ class Result:
     times: dict[str, list[float]] = field(default_factory=dict)
     bytes_moved: int = 0  # by the backward (read dy + write dx); 0 where not bandwidth-bound
     limit_gbps: Optional[float] = None  # the machine's read+write bandwidth on those bytes
+    # The limit's ways, timed in this case's rounds (their names, their samples).
+    limit_times: dict[str, list[float]] = field(default_factory=dict)
+
+    def take_limit(self, prefix: str, applies: bool = True) -> None:
+        """Moves the samples named `prefix...` from `times` to `limit_times`
+        and, where a memory limit `applies` (see limit.beyond_cache), sets
+        `limit_gbps` from them: a limit met under this case's load."""
+        names = [name for name in self.times if name.startswith(prefix)]
+        self.limit_times = {name[len(prefix):]: self.times.pop(name) for name in names}
+        if self.limit_times and self.bytes_moved and applies:
+            self.limit_gbps = limit_from_times(self.bytes_moved // 2, self.limit_times).gbps
 
     @property
     def floor(self) -> Optional[str]:
@@ -90,6 +131,7 @@ class Result:
         return self.bytes_moved / self.median("native") / 1e9
 
     def fraction_of_limit(self) -> Optional[float]:
+        """The backward's GB/s over the limit's: both medians of the same rounds."""
         gbps = self.native_gbps()
         return gbps / self.limit_gbps if gbps and self.limit_gbps else None
 

@@ -6,8 +6,8 @@ import re
 import statistics
 from typing import Optional, Sequence
 
-from grad_reverse.bench.limit import Limit
-from grad_reverse.bench.measure import Result
+from grad_reverse.bench.limit import KernelBandwidth, beyond_cache, last_level_cache_bytes
+from grad_reverse.bench.measure import Limit, Result
 
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 _SIZE = re.compile(r"(\d+)([KMG]?)", re.IGNORECASE)
@@ -75,12 +75,36 @@ def format_table(results: Sequence[Result]) -> str:
     return "\n".join(lines).lstrip("\n")
 
 
+def _cache_note(nbytes: int, buffers: int) -> str:
+    if beyond_cache(nbytes, buffers):
+        return ""
+    return (f"  [under twice the {last_level_cache_bytes() / 2**20:.0f} MiB last-level cache: passes run from "
+            f"the cache, no memory limit applies, rows show none]")
+
+
 def format_limits(limits: dict[int, Limit], dtype_size: int) -> str:
-    """The limit per size, with the way that reached it and the others."""
-    lines = ["memory-bandwidth limit (read+write GB/s: the best of these ways, each in its fastest round):"]
+    """The limit per size, over all its cases' rounds, and each way's share."""
+    lines = ["memory-bandwidth limit (read+write GB/s), timed in the same rounds as the cases above: per round "
+             "the fastest of these ways, median over the rounds (each row's limit: its own rounds only); "
+             "each way at its median:"]
     for nbytes, limit in sorted(limits.items()):
-        others = ", ".join(f"{name} {gbps:.1f}" for name, gbps in limit.methods.items())
-        lines.append(f"  {size_label(nbytes // dtype_size):>6s}: {limit.gbps:6.1f}  ({others})")
+        ways = ", ".join(f"{name} {gbps:.1f}" for name, gbps in limit.methods.items())
+        lines.append(f"  {size_label(nbytes // dtype_size):>6s}: {limit.gbps:6.1f} over {limit.rounds} rounds, "
+                     f"fastest most often: {limit.method}  ({ways}){_cache_note(nbytes, 2)}")
+    return "\n".join(lines)
+
+
+def format_kernel_rows(rows: Sequence[KernelBandwidth], dtype: str) -> str:
+    """The kernel alone, in place, against the limit timed in its rounds."""
+    lines = ["backward kernel alone, in place (read+write GB/s; the limit: copies and in-place passes timed "
+             "in the same rounds, 9 passes minus 1 like the kernel):"]
+    for row in rows:
+        if row.gbps is None:
+            lines.append(f"  {size_label(row.size):>6s} {dtype}: not measurable (8 passes took less than the noise)")
+            continue
+        fraction = row.fraction_of_limit()
+        of_limit = f"  {fraction:.0%} of the limit {row.limit_gbps:.1f}" if fraction is not None else ""
+        lines.append(f"  {size_label(row.size):>6s} {dtype}: {row.gbps:6.1f}{of_limit}{_cache_note(row.nbytes, 1)}")
     return "\n".join(lines)
 
 
