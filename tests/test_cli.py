@@ -223,3 +223,14 @@ def test_a_log_handler_made_inside_the_filter_still_writes_after_it(capfd):
     handler.emit(logging.makeLogRecord({"msg": "after the block", "levelno": logging.WARNING}))
     handler.flush()
     assert "after the block" in capfd.readouterr().err
+
+
+def test_a_bad_grad_reverse_backward_is_one_line_and_exit_status_2():
+    result = run_python("-m", "grad_reverse", "info", env_update={"GRAD_REVERSE_BACKWARD": "bogus"})
+    assert result.returncode == 2, result.stderr
+    lines = [line for line in result.stderr.splitlines() if "GRAD_REVERSE_BACKWARD" in line]
+    assert lines == [
+        "python -m grad_reverse: GRAD_REVERSE_BACKWARD='bogus' is not a valid value; "
+        "accepted values: auto (the default), native, stock."
+    ]
+    assert "Traceback" not in result.stderr

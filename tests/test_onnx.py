@@ -1,11 +1,11 @@
 """ONNX: a Keras export made servable converts with tf2onnx and runs in ONNX Runtime.
 
-The path docs/onnx.md describes, as a user runs it: `model.export`, then
+The path docs/serving.md describes, as a user runs it: `model.export`, then
 `python -m grad_reverse make-servable`, then `python -m tf2onnx.convert
 --saved-model` in a process that never imports grad_reverse. ONNX Runtime's
 outputs must match the SavedModel's and Keras' within float32 rounding (the
 two runtimes may order a dot product's additions differently). The raw export,
-still holding GradReverse, must fail to convert with the error docs/onnx.md
+still holding GradReverse, must fail to convert with the error docs/serving.md
 quotes. Needs the `onnx` extra (tf2onnx, onnxruntime); skipped without it.
 """
 
@@ -35,7 +35,7 @@ def run(*args: str) -> subprocess.CompletedProcess:
 
 
 def convert(saved_model: Path, output: Path) -> subprocess.CompletedProcess:
-    # The command docs/onnx.md gives, in a process without grad_reverse.
+    # The command docs/serving.md gives, in a process without grad_reverse.
     return run("-m", "tf2onnx.convert", "--saved-model", str(saved_model), "--output", str(output))
 
 

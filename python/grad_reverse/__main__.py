@@ -147,7 +147,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     with _startup.tensorflow_start_filtered(enabled=not verbose):
         import grad_reverse
 
-        grad_reverse._load()
+        try:
+            grad_reverse._load()
+        except (ImportError, ValueError) as error:
+            # The library missing or built for another TensorFlow, or a bad
+            # GRAD_REVERSE_* variable: the message says what to do; a
+            # traceback would only bury it.
+            print(f"{prog}: {error}", file=sys.stderr)
+            return 2
     return args.run(args)
 
 
