@@ -1,0 +1,145 @@
+"""DANNLambdaSchedule across fits: one callback reused for a second fit
+restarts the ramp, a fit resumed with `initial_epoch` continues it where it
+left off, `steps_per_execution > 1` holds each value for its N steps, and the
+schedule refuses arguments that would make it assign a non-finite lambda."""
+
+import math
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import grad_reverse
+from grad_reverse._keras import keras
+from grad_reverse.schedule import DANNLambdaSchedule, dann_lambda
+
+
+def reversal_model(lambda_):
+    """loss = w * x with x = 1 behind GradReverse: dloss/dw = -lambda, so with
+    SGD(1) every training step adds that step's lambda to w."""
+    inputs = keras.Input((1,))
+    w = keras.layers.Dense(1, use_bias=False, kernel_initializer="ones", name="w")
+    model = keras.Model(inputs, grad_reverse.GradReverse(lambda_)(w(inputs)))
+    model.compile(keras.optimizers.SGD(1.0), loss=lambda y_true, y_pred: y_pred)
+    return model
+
+
+def ones_dataset():
+    return tf.data.Dataset.from_tensors((np.ones((4, 1), "float32"), np.zeros((4, 1), "float32"))).repeat()
+
+
+class RecordLambdas(keras.callbacks.Callback):
+    """The lambda each batch trained with (the variable's value at the batch's
+    end: Keras may begin a batch that a dataset of unknown length then has no
+    data for) and the weight w after each batch."""
+
+    def __init__(self, variable):
+        super().__init__()
+        self.variable = variable
+        self.lambdas, self.w = [], []
+
+    def on_train_begin(self, logs=None):
+        self.w = [self._w()]
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.lambdas.append(float(self.variable.numpy()))
+        self.w.append(self._w())
+
+    def _w(self):
+        return float(self.model.get_layer("w").get_weights()[0][0, 0])
+
+
+def ramp(steps, total, **kwargs):
+    return [dann_lambda(step / (total - 1), **kwargs) for step in steps]
+
+
+def fit(model, schedule, record, **kwargs):
+    kwargs.setdefault("epochs", 2)
+    kwargs.setdefault("steps_per_epoch", 3)
+    return model.fit(ones_dataset(), shuffle=False, verbose=0, callbacks=[schedule, record], **kwargs)
+
+
+def test_one_schedule_reused_for_a_second_fit_restarts_the_ramp():
+    lambda_ = tf.Variable(0.0, trainable=False)
+    model, schedule = reversal_model(lambda_), DANNLambdaSchedule(lambda_)
+    first, second = RecordLambdas(lambda_), RecordLambdas(lambda_)
+    fit(model, schedule, first)
+    fit(model, schedule, second, epochs=1, steps_per_epoch=4)
+    np.testing.assert_allclose(first.lambdas, ramp(range(6), 6), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(second.lambdas, ramp(range(4), 4), rtol=1e-6, atol=1e-7)
+    # The weight moved by exactly the lambdas assigned: the fit used them.
+    np.testing.assert_allclose(np.diff(second.w), second.lambdas, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.filterwarnings("ignore:Your input ran out of data")
+def test_one_schedule_with_total_steps_reused_on_data_of_unknown_length_restarts_the_ramp():
+    """Without steps_per_epoch the schedule counts steps; a new fit counts from 0."""
+    def batches():
+        for _ in range(3):
+            yield np.ones((4, 1), "float32"), np.zeros((4, 1), "float32")
+
+    spec = (tf.TensorSpec([4, 1], tf.float32), tf.TensorSpec([4, 1], tf.float32))
+    lambda_ = tf.Variable(0.0, trainable=False)
+    model, schedule = reversal_model(lambda_), DANNLambdaSchedule(lambda_, total_steps=6)
+    records = []
+    for _ in range(2):
+        records.append(RecordLambdas(lambda_))
+        model.fit(tf.data.Dataset.from_generator(batches, output_signature=spec), epochs=2,
+                  shuffle=False, verbose=0, callbacks=[schedule, records[-1]])
+    for record in records:  # two epochs of three steps, each fit from 0 to 1
+        np.testing.assert_allclose(record.lambdas, ramp(range(6), 6), rtol=1e-6, atol=1e-7)
+
+
+def test_a_fit_resumed_with_initial_epoch_continues_the_ramp():
+    lambda_ = tf.Variable(0.0, trainable=False)
+    model = reversal_model(lambda_)
+    whole = RecordLambdas(lambda_)
+    fit(model, DANNLambdaSchedule(lambda_), whole, epochs=4)
+    resumed = RecordLambdas(lambda_)
+    fit(reversal_model(lambda_), DANNLambdaSchedule(lambda_), resumed, epochs=4, initial_epoch=2)
+    expected = ramp(range(12), 12)
+    np.testing.assert_allclose(whole.lambdas, expected, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(resumed.lambdas, expected[6:], rtol=1e-6, atol=1e-7)
+    assert resumed.lambdas[0] > 0.9  # not a restart at 0
+
+
+def test_steps_per_execution_holds_each_lambda_for_its_steps():
+    """Keras calls the callback once per execution of N steps, with the index
+    of the execution's first step: the lambda of that step trains all N."""
+    lambda_ = tf.Variable(0.0, trainable=False)
+    model = reversal_model(lambda_)
+    model.compile(keras.optimizers.SGD(1.0), loss=lambda y_true, y_pred: y_pred, steps_per_execution=3)
+    record = RecordLambdas(lambda_)
+    history = fit(model, DANNLambdaSchedule(lambda_), record, epochs=2, steps_per_epoch=6)
+    expected = ramp([0, 3, 6, 9], 12)
+    np.testing.assert_allclose(record.lambdas, expected, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(np.diff(record.w), 3 * np.array(expected), rtol=1e-5, atol=1e-6)
+    assert history.history["lambda"] == pytest.approx([expected[1], expected[3]])
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"gamma": float("nan")}, "gamma must be a finite number >= 0, got nan"),
+    ({"gamma": float("inf")}, "gamma must be a finite number >= 0, got inf"),
+    ({"gamma": -1.0}, "gamma must be a finite number >= 0, got -1.0"),
+    ({"lambda_max": float("nan")}, "lambda_max must be finite in float32, got nan"),
+    ({"lambda_max": -float("inf")}, "lambda_max must be finite in float32, got -inf"),
+    ({"lambda_max": 1e39}, "lambda_max must be finite in float32, got 1e+39"),
+    ({"total_steps": 0}, "total_steps must be at least 1, got 0"),
+])
+def test_schedule_refuses_arguments_that_would_assign_a_non_finite_lambda(kwargs, message):
+    with pytest.raises(ValueError, match=message.replace("+", r"\+")):
+        DANNLambdaSchedule(tf.Variable(0.0), **kwargs)
+
+
+@pytest.mark.parametrize("kwargs", [{"gamma": float("nan")}, {"lambda_max": float("inf")},
+                                    {"progress": float("nan")}])
+def test_dann_lambda_refuses_non_finite_arguments(kwargs):
+    arguments = dict({"progress": 0.5}, **kwargs)
+    with pytest.raises(ValueError, match="must be"):
+        dann_lambda(**arguments)
+
+
+def test_largest_float32_lambda_max_and_steep_gamma_stay_finite():
+    for progress in (0.0, 1e-9, 0.5, 1.0):
+        value = dann_lambda(progress, gamma=1e6, lambda_max=3.4e38)
+        assert math.isfinite(value) and math.isfinite(float(np.float32(value)))
