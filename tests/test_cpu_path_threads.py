@@ -42,10 +42,16 @@ def test_switching_the_path_while_threads_run_kernels_gives_exact_results():
     running.set()
     start = threading.Barrier(THREADS + 1)
 
+    _kernels.set_cpu_path("auto")
+    auto = _kernels.cpu_path()  # the environment's choice
+
     def switcher():
         start.wait()
         while running.is_set():
-            _kernels.set_cpu_path(paths[switches[0] % len(paths)])
+            path = paths[switches[0] % len(paths)]
+            _kernels.set_cpu_path(path)
+            if _kernels.cpu_path() != (auto if path == "auto" else path):
+                failures.append(f"set_cpu_path({path!r}) left the path at {_kernels.cpu_path()!r}")
             switches[0] += 1
 
     def worker(thread):
