@@ -88,9 +88,8 @@ def run_tests(tests: tuple[str, ...], copy_root: Path, timeout: float, stop_at_f
     start = time.monotonic()
     try:
         done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired as expired:
-        output = (expired.stdout or b"").decode(errors="replace") if isinstance(expired.stdout, bytes) else (expired.stdout or "")
-        return TestRun(-1, [], time.monotonic() - start, output, timed_out=True)
+    except subprocess.TimeoutExpired:
+        return TestRun(-1, [], time.monotonic() - start, "", timed_out=True)
     failed = re.findall(r"^(?:FAILED|ERROR) (\S+)", done.stdout, flags=re.MULTILINE)
     return TestRun(done.returncode, failed, time.monotonic() - start, done.stdout + done.stderr)
 
