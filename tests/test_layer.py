@@ -164,3 +164,27 @@ def test_mixed_precision_follows_the_compute_dtype(policy, dtype):
         assert np.isfinite(history.history["loss"]).all()
     finally:
         keras.mixed_precision.set_global_policy(previous)
+
+
+def test_layer_is_registered_under_the_name_keras_files_store():
+    # Saved .keras files name the class this way: renaming it breaks loading them.
+    assert keras.saving.get_registered_name(grad_reverse.GradReverse) == "grad_reverse>GradReverse"
+
+
+def test_a_variable_lambda_is_checked_by_the_op_at_each_step_not_at_construction():
+    variable = tf.Variable(float("nan"))
+    layer = grad_reverse.GradReverse(lambda_=variable)  # a schedule assigns it before the first step
+    variable.assign(0.5)
+    x = tf.ones([2])
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = layer(x, training=True)
+    assert_bitwise_equal(tape.gradient(y, x), [-0.5, -0.5])
+
+
+def test_the_mask_passes_through_the_layer():
+    x = tf.constant([[[1.0, 2.0], [0.0, 0.0], [3.0, 0.5]]])
+    masked = keras.layers.Masking(0.0)(x)
+    out = grad_reverse.GradReverse()(masked, training=True)
+    assert getattr(out, "_keras_mask", None) is not None, "the layer dropped the mask"
+    assert out._keras_mask.numpy().tolist() == [[True, False, True]]

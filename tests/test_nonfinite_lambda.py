@@ -73,7 +73,7 @@ def test_the_grid_promises_an_error_in_all_but_the_xla_run_time_cells():
 @pytest.mark.parametrize("lambda_", [float("nan"), float("inf"), np.float32("-inf"), tf.constant(float("nan"))],
                          ids=["nan", "inf", "numpy -inf", "eager tensor nan"])
 def test_layer_refuses_a_non_finite_number_or_eager_tensor(lambda_):
-    with pytest.raises(ValueError, match="lambda_ must be finite"):
+    with pytest.raises(ValueError, match=r"^lambda_ must be finite, got -?(nan|inf)$"):
         grad_reverse.GradReverse(lambda_=lambda_)
 
 
