@@ -159,3 +159,10 @@ def test_largest_float32_lambda_max_and_steep_gamma_stay_finite():
     for progress in (0.0, 1e-9, 0.5, 1.0):
         value = dann_lambda(progress, gamma=1e6, lambda_max=3.4e38)
         assert math.isfinite(value) and math.isfinite(float(np.float32(value)))
+
+
+def test_any_finite_gamma_from_zero_up_is_accepted():
+    for gamma in (0.0, 0.5, 3.0):
+        DANNLambdaSchedule(tf.Variable(0.0), gamma=gamma)
+        assert dann_lambda(0.5, gamma=gamma) == pytest.approx(2.0 / (1.0 + math.exp(-gamma * 0.5)) - 1.0)
+    assert dann_lambda(1.0, gamma=0.0) == 0.0  # a flat ramp: no reversal
