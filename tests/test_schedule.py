@@ -166,3 +166,10 @@ def test_any_finite_gamma_from_zero_up_is_accepted():
         DANNLambdaSchedule(tf.Variable(0.0), gamma=gamma)
         assert dann_lambda(0.5, gamma=gamma) == pytest.approx(2.0 / (1.0 + math.exp(-gamma * 0.5)) - 1.0)
     assert dann_lambda(1.0, gamma=0.0) == 0.0  # a flat ramp: no reversal
+
+
+def test_boundary_arguments_are_accepted():
+    largest = float(np.finfo(np.float32).max)
+    schedule = DANNLambdaSchedule(tf.Variable(0.0), lambda_max=largest, total_steps=1)
+    assert schedule.value == 0.0  # nothing assigned yet: the ramp's start
+    assert dann_lambda(1.0, lambda_max=-largest) == pytest.approx(-largest * 0.9999092, rel=1e-6)
