@@ -173,3 +173,14 @@ def test_boundary_arguments_are_accepted():
     schedule = DANNLambdaSchedule(tf.Variable(0.0), lambda_max=largest, total_steps=1)
     assert schedule.value == 0.0  # nothing assigned yet: the ramp's start
     assert dann_lambda(1.0, lambda_max=-largest) == pytest.approx(-largest * 0.9999092, rel=1e-6)
+
+
+def test_a_fit_of_unknown_length_without_total_steps_is_told_what_to_pass():
+    lambda_ = tf.Variable(0.0, trainable=False)
+    schedule = DANNLambdaSchedule(lambda_)
+    schedule.set_params({"epochs": 1, "steps": None})
+    with pytest.raises(ValueError) as raised:
+        schedule.on_train_begin()
+    assert str(raised.value) == (
+        "DANNLambdaSchedule: this fit does not know its number of steps per epoch "
+        "(a dataset of unknown length without steps_per_epoch); pass total_steps=")
