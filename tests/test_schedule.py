@@ -184,3 +184,11 @@ def test_a_fit_of_unknown_length_without_total_steps_is_told_what_to_pass():
     assert str(raised.value) == (
         "DANNLambdaSchedule: this fit does not know its number of steps per epoch "
         "(a dataset of unknown length without steps_per_epoch); pass total_steps=")
+
+
+def test_progress_spans_0_to_1_over_the_fit_and_stays_at_1_past_its_end():
+    schedule = DANNLambdaSchedule(tf.Variable(0.0))
+    schedule.set_params({"epochs": 1, "steps": 2})
+    schedule.on_train_begin()
+    schedule.on_epoch_begin(0)
+    assert [schedule.progress(batch) for batch in (0, 1, 2, 5)] == [0.0, 1.0, 1.0, 1.0]
