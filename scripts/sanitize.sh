@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the framework-free kernels (the pybind11 module) with AddressSanitizer
-# and UndefinedBehaviorSanitizer and runs the kernel-module tests under them.
+# and UndefinedBehaviorSanitizer and runs the kernel-module tests under them
+# (the kernels, and the CPU path switch under threads).
 # No TensorFlow is imported (pytest --noconftest; the module is imported as the
 # top-level `_kernels`), so every report concerns our code. The sanitizer
 # runtimes are preloaded because the Python interpreter is not instrumented.
@@ -23,5 +24,6 @@ LD_PRELOAD="$runtimes" \
 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 GRAD_REVERSE_KERNELS_DIR="$build_dir" \
-  "$python" -m pytest -q --noconftest -p no:cacheprovider tests/test_kernels_module.py
+  "$python" -m pytest -q --noconftest -p no:cacheprovider tests/test_kernels_module.py \
+    tests/test_cpu_path_threads.py
 echo "sanitizers: no report (ASan + UBSan)"

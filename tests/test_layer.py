@@ -112,13 +112,29 @@ def test_dann_feature_gradients_equal_the_reference_and_differ_without_reversal(
 def test_dann_fit_runs_and_reverses_the_domain_gradient():
     x, y = batch(256)
     model = dann_model(grad_reverse.GradReverse(lambda_=1.0))
+    plain = dann_model(keras.layers.Identity())  # the same model without reversal
+    plain.set_weights(model.get_weights())
+    features_before = model.get_layer("features").get_weights()
+    # One full-batch SGD step on the domain loss alone: the feature extractor
+    # must move *up* the plain domain gradient (it learns to confuse the domain
+    # head), where a model without reversal moves down it.
+    with tf.GradientTape() as tape:
+        domain_loss = keras.losses.BinaryCrossentropy()(y["domain"], plain(x, training=True)["domain"])
+    plain_gradients = tape.gradient(domain_loss, plain.get_layer("features").trainable_weights)
+    model.compile(optimizer=keras.optimizers.SGD(0.1), loss_weights={"label": 0.0, "domain": 1.0},
+                  loss={"label": "binary_crossentropy", "domain": "binary_crossentropy"})
+    model.fit(x, y, batch_size=256, epochs=1, shuffle=False, verbose=0)
+    for before, after, plain_gradient in zip(
+            features_before, model.get_layer("features").get_weights(), plain_gradients):
+        np.testing.assert_allclose(after - before, 0.1 * plain_gradient.numpy(), rtol=1e-3, atol=1e-6)
+    assert np.abs(plain_gradients[0].numpy()).max() > 1e-3  # a step that can show its sign
+
+    # And a DANN fit on both losses learns the label task.
     model.compile(optimizer=keras.optimizers.Adam(0.01),
                   loss={"label": "binary_crossentropy", "domain": "binary_crossentropy"})
-    before = feature_gradients(model, x, y)
     history = model.fit(x, y, batch_size=64, epochs=3, verbose=0)
     assert all(np.isfinite(v).all() for v in history.history.values())
     assert history.history["label_loss"][-1] < history.history["label_loss"][0]
-    assert len(before) == 2
 
 
 @pytest.mark.parametrize("policy,dtype", [("mixed_float16", tf.float16), ("mixed_bfloat16", tf.bfloat16)])
@@ -148,3 +164,27 @@ def test_mixed_precision_follows_the_compute_dtype(policy, dtype):
         assert np.isfinite(history.history["loss"]).all()
     finally:
         keras.mixed_precision.set_global_policy(previous)
+
+
+def test_layer_is_registered_under_the_name_keras_files_store():
+    # Saved .keras files name the class this way: renaming it breaks loading them.
+    assert keras.saving.get_registered_name(grad_reverse.GradReverse) == "grad_reverse>GradReverse"
+
+
+def test_a_variable_lambda_is_checked_by_the_op_at_each_step_not_at_construction():
+    variable = tf.Variable(float("nan"))
+    layer = grad_reverse.GradReverse(lambda_=variable)  # a schedule assigns it before the first step
+    variable.assign(0.5)
+    x = tf.ones([2])
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = layer(x, training=True)
+    assert_bitwise_equal(tape.gradient(y, x), [-0.5, -0.5])
+
+
+def test_the_mask_passes_through_the_layer():
+    x = tf.constant([[[1.0, 2.0], [0.0, 0.0], [3.0, 0.5]]])
+    masked = keras.layers.Masking(0.0)(x)
+    out = grad_reverse.GradReverse()(masked, training=True)
+    assert getattr(out, "_keras_mask", None) is not None, "the layer dropped the mask"
+    assert out._keras_mask.numpy().tolist() == [[True, False, True]]

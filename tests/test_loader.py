@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 import grad_reverse
-from grad_reverse import _loader
+from grad_reverse import _loader, _xla
 
 
 def write_build_info(directory: Path, version: str) -> None:
@@ -59,7 +59,15 @@ def test_import_of_a_package_built_for_another_tensorflow_fails_cleanly(tmp_path
 
 def test_library_is_loaded_once_and_its_record_matches():
     assert grad_reverse.BUILD_INFO["tensorflow_version"] == tf.__version__
-    assert set(tf.raw_ops.__dict__) is not None
+    # The ops are registered with TensorFlow, with the signature the package relies on.
+    from tensorflow.python.framework import op_def_registry  # private: the op registry
+
+    for op_type, output in [("GradReverse", "y"), ("GradReverseGrad", "dx")]:
+        op_def = op_def_registry.get(op_type)
+        assert op_def is not None, f"{op_type} is not registered"
+        assert [a.name for a in op_def.input_arg][1] == "lambda"
+        assert [a.name for a in op_def.output_arg] == [output]
+        assert "CPU" in _xla.kernel_devices(op_type)
     # Re-importing does not reload (Python caches the module).
     import importlib
 

@@ -21,6 +21,7 @@ they cannot run.
 """
 
 import ast
+import importlib.util
 import re
 import subprocess
 import sys
@@ -89,6 +90,15 @@ def setup_files(code: str) -> None:
         tf.saved_model.save(ModuleWithTheOp(), "path/to/saved_model")
 
 
+def mutant_class() -> type:
+    """scripts/mutation/mutants.py's Mutant, which docs/testing.md shows an entry of."""
+    spec = importlib.util.spec_from_file_location("mutation_mutants", ROOT / "scripts" / "mutation" / "mutants.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while building the class
+    spec.loader.exec_module(module)
+    return module.Mutant
+
+
 def setup_namespace(directory: Path) -> dict:
     """SETUP: the names blocks may use without defining them."""
     return {
@@ -96,6 +106,7 @@ def setup_namespace(directory: Path) -> dict:
         "features": tf.ones([4, 8]),
         "model": small_dann_model(),
         "path": str(directory / "exports" / "model"),
+        "Mutant": mutant_class(),
     }
 
 

@@ -78,6 +78,35 @@ def test_xla_variable_lambda_takes_effect_without_retracing():
     assert step.experimental_get_tracing_count() == 1
 
 
+def compiled_op_types(fn, *args) -> set:
+    """The op types of the graph that `tf.function(fn, jit_compile=True)` hands to XLA."""
+    graph = tf.function(fn, jit_compile=True).get_concrete_function(*args).graph
+    return {op.type for op in graph.get_operations()}
+
+
+def test_xla_compiles_the_native_op_exactly_when_the_build_has_xla_kernels():
+    """The HLO cannot tell the native op from the pure-Python version (by
+    design), so the graph XLA compiles must: GradReverse and GradReverseGrad
+    where the build record says XLA kernels exist, tf.custom_gradient's
+    IdentityN where it says they do not."""
+    x = tf.ones([3])
+    ops = compiled_op_types(lambda x: fwd_bwd(x, tf.ones_like(x), 2.0), x)
+    if grad_reverse.BUILD_INFO["xla"]:
+        assert {"GradReverse", "GradReverseGrad"} <= ops and "IdentityN" not in ops, ops
+        assert "XLA_CPU_JIT" in _xla.kernel_devices("GradReverse")
+    else:
+        assert "IdentityN" in ops and not {"GradReverse", "GradReverseGrad"} & ops, ops
+    y, dx = tf.function(fwd_bwd, jit_compile=True)(x, tf.ones_like(x), tf.constant(2.0))
+    assert_bitwise_equal(dx, [-2.0, -2.0, -2.0])
+
+
+def test_keras_layer_under_xla_uses_the_native_op_when_the_build_has_xla_kernels():
+    layer = grad_reverse.GradReverse(0.5)
+    ops = compiled_op_types(lambda x: forward_backward(lambda t, _: layer(t, training=True), x, x, None),
+                           tf.ones([2, 3]))
+    assert ("GradReverse" in ops) == bool(grad_reverse.BUILD_INFO["xla"]), ops
+
+
 @needs_xla_kernels
 def test_xla_rejects_a_non_finite_constant_lambda_at_compile_time():
     @tf.function(jit_compile=True)

@@ -5,11 +5,29 @@ is built with."""
 
 from __future__ import annotations
 
+import numbers
 from types import ModuleType
 from typing import Any, Optional
 
+import numpy as np
+import tensorflow as tf
+
 from grad_reverse._keras import keras
 from grad_reverse.ops import LambdaLike, grad_reverse
+
+
+def check_finite_lambda(lambda_: LambdaLike) -> None:
+    """Raises ValueError for a non-finite lambda whose value is known now: a
+    number or an eager tensor. A variable's value is read by the op at every
+    step instead (it changes), which XLA cannot check (see README)."""
+    if isinstance(lambda_, numbers.Real) and not isinstance(lambda_, (bool, np.bool_)):
+        value = float(lambda_)
+    elif isinstance(lambda_, tf.Tensor) and hasattr(lambda_, "numpy"):  # an eager tensor
+        value = lambda_.numpy()
+    else:
+        return
+    if not np.all(np.isfinite(value)):
+        raise ValueError(f"lambda_ must be finite, got {value}")
 
 
 def make_layer_class(keras: ModuleType) -> type:
@@ -22,7 +40,9 @@ def make_layer_class(keras: ModuleType) -> type:
         Args:
           lambda_: a finite number, or a `tf.Variable` / `keras.Variable` that a
             schedule assigns between steps (no retracing). `get_config` stores
-            its current value, so a reloaded layer holds a plain number.
+            its current value, so a reloaded layer holds a plain number. A
+            non-finite number or eager tensor is a ValueError here, since
+            under XLA a captured tensor's value cannot be checked at run time.
 
         With `training=False` (inference, `model.predict`, `model.export`) the
         layer returns its input without the op, so serving graphs contain only
@@ -32,6 +52,7 @@ def make_layer_class(keras: ModuleType) -> type:
 
         def __init__(self, lambda_: LambdaLike = 1.0, **kwargs: Any) -> None:
             super().__init__(**kwargs)
+            check_finite_lambda(lambda_)
             self.lambda_ = lambda_
             self.supports_masking = True
 

@@ -6,9 +6,12 @@ from __future__ import annotations
 import math
 from typing import Any, Optional, Union
 
+import numpy as np
 import tensorflow as tf
 
 from grad_reverse._keras import keras
+
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 # keras.Variable exists in Keras 3 only; Keras 2 layers hold tf.Variables.
 VariableLike = Union[tf.Variable, getattr(keras, "Variable", tf.Variable)]
@@ -22,9 +25,25 @@ def dann_lambda(progress: float, gamma: float = 10.0, lambda_max: float = 1.0) -
     disturb the feature extractor before the label task is learned. `progress`
     is clipped to [0, 1]; the value rises monotonically from 0 at p = 0 to
     `lambda_max * 0.99991` at p = 1 (gamma = 10).
+
+    Raises ValueError for a non-finite `progress`, a `gamma` that is not a
+    finite number >= 0, or a `lambda_max` not finite in float32 (the lambda
+    variable's type): with those the value is always finite.
     """
+    _check_ramp(gamma, lambda_max)
+    if not math.isfinite(progress):
+        raise ValueError(f"progress must be finite, got {progress}")
     p = min(max(float(progress), 0.0), 1.0)
     return lambda_max * (2.0 / (1.0 + math.exp(-gamma * p)) - 1.0)
+
+
+def _check_ramp(gamma: float, lambda_max: float) -> None:
+    """The arguments for which every value of the ramp is a finite float32."""
+    if not (math.isfinite(gamma) and gamma >= 0):
+        # A negative gamma also overflows math.exp for large -gamma * p.
+        raise ValueError(f"gamma must be a finite number >= 0, got {gamma}")
+    if not abs(lambda_max) <= _FLOAT32_MAX:  # False for NaN too
+        raise ValueError(f"lambda_max must be finite in float32, got {lambda_max}")
 
 
 class DANNLambdaSchedule(keras.callbacks.Callback):
@@ -53,6 +72,10 @@ class DANNLambdaSchedule(keras.callbacks.Callback):
 
     With `compile(steps_per_execution=N)`, Keras calls the callback once per N
     steps, so lambda changes every N steps.
+
+    The schedule never assigns a non-finite lambda: the constructor refuses
+    arguments that would (ValueError), since under XLA the op cannot check a
+    variable's value at run time (see `grad_reverse.grad_reverse`).
     """
 
     def __init__(
@@ -65,6 +88,7 @@ class DANNLambdaSchedule(keras.callbacks.Callback):
         super().__init__()
         if total_steps is not None and total_steps < 1:
             raise ValueError(f"total_steps must be at least 1, got {total_steps}")
+        _check_ramp(float(gamma), float(lambda_max))
         self.variable = variable
         self.gamma = float(gamma)
         self.lambda_max = float(lambda_max)

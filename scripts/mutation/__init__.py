@@ -1,0 +1,1 @@
+"""The curated mutation check (see scripts/mutation_check.py and docs/testing.md)."""

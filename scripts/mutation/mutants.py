@@ -1,0 +1,173 @@
+"""The curated mutants: one or more per promised behaviour of the package.
+
+Each mutant breaks one promise with the smallest edit that does it, and names
+the tests that must fail when it is applied. An edit's original text must
+occur exactly once in its file: when the code changes, the check stops with
+"drifted" instead of silently testing nothing, and the mutant is rewritten
+against the new code (see docs/testing.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    promise: str  # what the package promises that this edit breaks
+    file: str  # relative to the grad_reverse package directory
+    edits: tuple[tuple[str, str], ...]  # (original text, replacement), applied in order
+    tests: tuple[str, ...]  # pytest node ids (or files) that must fail
+    needs: str = ""  # a build-record key that must be true for the edit to change anything
+    pending: str = ""  # a known survivor: why, and what will kill it
+
+
+T = "tests/"
+
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant(
+        name="servable-gate-ignores-differences",
+        promise="make-servable stops with NotServableError when a signature's outputs differ",
+        file="serving/servable.py",
+        edits=(("failed = [r for r in report.verified if r.status in (verify.DIFFERENT, verify.FAILED)]",
+                "failed = []"),),
+        tests=(T + "test_serving_gate.py::test_signature_that_differs_stops_with_not_servable_error",
+               T + "test_serving_gate.py::test_signature_that_differs_exits_1_with_no_dst"),
+    ),
+    Mutant(
+        name="servable-gate-counts-unrun-signatures-as-equal",
+        promise="a signature make-servable could not run is not proven equal: the run stops unless allowed",
+        file="serving/servable.py",
+        edits=(("if report.unverified and not allow_unverified:", "if False:"),),
+        tests=(T + "test_serving_gate.py::test_string_input_signature_is_not_run_and_stops_the_run",),
+    ),
+    Mutant(
+        name="backward-switch-ignored",
+        promise="GRAD_REVERSE_BACKWARD=stock builds the gradient from stock ops only",
+        file="ops.py",
+        edits=(("_library.grad_reverse_grad if BACKWARD.kernel == _backward.NATIVE else _backward.stock_reverse",
+                "_library.grad_reverse_grad"),),
+        tests=(T + "test_backward.py::test_gradient_graph_holds_grad_reverse_grad_in_native_mode_and_only_stock_ops_in_stock_mode",),
+    ),
+    Mutant(
+        name="stock-backward-rounds-twice",
+        promise="the stock backward rounds half/bfloat16 like the kernels: computed in float32, rounded once",
+        file="_backward.py",
+        edits=(("    wide = tf.raw_ops.Mul(x=tf.raw_ops.Cast(x=dy, DstT=tf.float32), y=scale)\n"
+                "    return tf.raw_ops.Cast(x=wide, DstT=dtype, Truncate=False)",
+                "    return tf.raw_ops.Mul(x=dy, y=tf.raw_ops.Cast(x=scale, DstT=dtype))"),),
+        tests=(T + "test_backward.py::test_stock_backward_equals_the_kernel_bitwise_for_every_16_bit_value",),
+    ),
+    Mutant(
+        name="xla-always-falls-back",
+        promise="under XLA the library's own kernels are used where the build has them",
+        file="_xla.py",
+        edits=(("    if not missing:\n        return False\n", ""),),
+        tests=(T + "test_xla.py::test_xla_compiles_the_native_op_exactly_when_the_build_has_xla_kernels",
+               T + "test_xla.py::test_keras_layer_under_xla_uses_the_native_op_when_the_build_has_xla_kernels"),
+        needs="xla",
+    ),
+    Mutant(
+        name="xla-never-falls-back",
+        promise="a build without XLA kernels falls back to the pure-Python version inside XLA",
+        file="_xla.py",
+        edits=(("    if not in_xla_context():\n        return False\n", "    return False\n"),),
+        tests=(T + "test_xla.py::test_without_native_xla_kernels_falls_back_to_the_reference_with_one_warning",),
+    ),
+    Mutant(
+        name="op-always-pure-python",
+        promise="grad_reverse() runs the native op outside XLA",
+        file="ops.py",
+        edits=(("if _xla.use_fallback(BUILD_INFO):", "if True:"),),
+        tests=(T + "test_layer.py::test_training_false_returns_the_input_without_the_op",),
+    ),
+    Mutant(
+        name="indexed-slices-densified",
+        promise="an IndexedSlices gradient stays IndexedSlices through the reversal",
+        file="ops.py",
+        edits=(("if isinstance(dy, tf.IndexedSlices):", "if False:"),),
+        tests=(T + "test_op.py::test_indexed_slices_gradient_stays_sparse_and_reversed",),
+    ),
+    Mutant(
+        name="layer-without-reversal",
+        promise="the Keras layer reverses the gradient reaching the feature extractor in fit",
+        file="layer.py",
+        edits=(("return grad_reverse(inputs, self.lambda_)", "return inputs"),),
+        tests=(T + "test_layer.py::test_dann_fit_runs_and_reverses_the_domain_gradient",),
+    ),
+    Mutant(
+        name="layer-accepts-non-finite-lambda",
+        promise="the layer refuses a non-finite lambda when it is given (constructor or assignment)",
+        file="layer.py",
+        edits=(("            check_finite_lambda(lambda_)\n", ""),),
+        tests=(T + "test_nonfinite_lambda.py::test_layer_refuses_a_non_finite_number_or_eager_tensor",),
+    ),
+    Mutant(
+        name="loader-skips-version-check",
+        promise="a library built for another TensorFlow is an ImportError before it is loaded",
+        file="_loader.py",
+        edits=(("    if built != running:\n", "    if False:\n"),),
+        tests=(T + "test_loader.py::test_version_mismatch_names_both_versions_before_loading",),
+    ),
+    Mutant(
+        name="schedule-counts-across-fits",
+        promise="one DANNLambdaSchedule reused for a second fit restarts the ramp",
+        file="schedule.py",
+        edits=(("        self._total = total\n        self._seen = 0\n", "        self._total = total\n"),
+               ("        if self._steps_per_epoch is not None:\n", "        if False:\n")),
+        tests=(T + "test_schedule.py::test_one_schedule_reused_for_a_second_fit_restarts_the_ramp",),
+    ),
+    Mutant(
+        name="schedule-keeps-count-with-total-steps",
+        promise="reused with total_steps on data of unknown length, the schedule restarts the ramp",
+        file="schedule.py",
+        edits=(("        self._total = total\n        self._seen = 0\n", "        self._total = total\n"),),
+        tests=(T + "test_schedule.py::test_one_schedule_with_total_steps_reused_on_data_of_unknown_length_restarts_the_ramp",),
+    ),
+    Mutant(
+        name="schedule-ignores-initial-epoch",
+        promise="a fit resumed with initial_epoch continues the ramp where it left off",
+        file="schedule.py",
+        edits=(("            self._epoch_start = epoch * self._steps_per_epoch\n",
+                "            self._epoch_start = self._seen\n"),),
+        tests=(T + "test_schedule.py::test_a_fit_resumed_with_initial_epoch_continues_the_ramp",),
+    ),
+    Mutant(
+        name="schedule-counts-callback-calls",
+        promise="with steps_per_execution > 1 each value is the one of the execution's first step",
+        file="schedule.py",
+        edits=(("self.value = dann_lambda(self.progress(batch), self.gamma, self.lambda_max)",
+                "self._calls = getattr(self, '_calls', -1) + 1\n"
+                "        self.value = dann_lambda(self.progress(self._calls), self.gamma, self.lambda_max)"),),
+        tests=(T + "test_schedule.py::test_steps_per_execution_holds_each_lambda_for_its_steps",),
+    ),
+    Mutant(
+        name="schedule-ramp-ends-early",
+        promise="the ramp reaches ~lambda_max at the fit's last step, not after it",
+        file="schedule.py",
+        edits=(("max(self._total - 1, 1)", "max(self._total, 1)"),),
+        tests=(T + "test_schedule.py::test_one_schedule_reused_for_a_second_fit_restarts_the_ramp",),
+    ),
+    Mutant(
+        name="schedule-accepts-non-finite",
+        promise="the schedule never assigns a non-finite lambda",
+        file="schedule.py",
+        edits=(("        _check_ramp(float(gamma), float(lambda_max))\n        self.variable", "        self.variable"),),
+        tests=(T + "test_schedule.py::test_schedule_refuses_arguments_that_would_assign_a_non_finite_lambda",),
+    ),
+    Mutant(
+        name="rewrite-keeps-forward-op",
+        promise="make-servable leaves no GradReverse node in the copy",
+        file="serving/rewrite.py",
+        edits=(("        if node.op not in REPLACED_OP_TYPES:\n", "        if node.op != BACKWARD:\n"),),
+        tests=(T + "test_rewrite_in_memory.py",),
+    ),
+    Mutant(
+        name="rewrite-gradient-not-negated",
+        promise="a rewritten GradReverseGrad computes -lambda * dy with the kernel's rounding",
+        file="serving/rewrite.py",
+        edits=(('add("neg_lambda", "Neg", [lambda_]', 'add("neg_lambda", "Identity", [lambda_]'),),
+        tests=(T + "test_rewrite_in_memory.py",),
+    ),
+)

@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""The curated mutation check: every promise of grad_reverse fails a test when it is broken.
+
+For each mutant in scripts/mutation/mutants.py: copy the package (built
+libraries included), apply the mutant's edit to the copy, run the mutant's
+selected tests against it, and require them to fail. First the union of all
+selected tests runs against the unmutated copy and must pass, so a failure
+under a mutant is the mutant's doing.
+
+Verdicts: killed (its tests failed), SURVIVED (they passed: a promise no test
+guards), DRIFTED (the original text is not in the code any more: rewrite the
+mutant), skipped (the edit changes nothing in this build, e.g. an XLA mutant
+where the build has no XLA kernels), pending (a known survivor, listed with
+what will kill it). Exit 0 only when no mutant survived or drifted and no
+pending one was killed (then its pending mark is stale).
+
+Usage: python scripts/mutation_check.py [--list] [--only NAME ...] [--package-dir DIR]
+The package is found without importing it: an installed grad_reverse, or a
+source tree's python/ on PYTHONPATH with the library built in place.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from mutation import runner  # noqa: E402
+from mutation.mutants import MUTANTS, Mutant  # noqa: E402
+
+TIMEOUT_S = 300  # per pytest run; a mutant that makes its tests hang counts as killed
+
+
+def print_list(mutants: list[Mutant]) -> None:
+    for number, mutant in enumerate(mutants, 1):
+        mark = "  [PENDING: " + mutant.pending + "]" if mutant.pending else ""
+        print(f"{number:2}. {mutant.name}: {mutant.promise}{mark}")
+        print(f"      {mutant.file}; must fail: {', '.join(t.split('::')[-1] for t in mutant.tests)}")
+
+
+def verdict(mutant: Mutant, package: Path, copy: Path, build: dict) -> tuple[str, bool]:
+    """(verdict line, whether it is a failure of the check)."""
+    if mutant.needs and not build.get(mutant.needs):
+        return f"skipped (the build record has no {mutant.needs!r}: the edit would change nothing)", False
+    drift = runner.apply(mutant, copy)
+    if drift:
+        return f"DRIFTED: {drift}", True
+    try:
+        run = runner.run_tests(mutant.tests, copy.parent, TIMEOUT_S)
+    finally:
+        runner.restore(package, copy, mutant)
+    if run.timed_out:
+        killed, how = True, f"its tests hung (killed after {TIMEOUT_S} s)"
+    elif run.returncode == 0:
+        killed, how = False, f"its tests passed ({run.seconds:.0f} s)"
+    else:
+        names = ", ".join(name.split("::")[-1] for name in run.failed) or f"pytest exit {run.returncode}"
+        killed, how = True, f"failed: {names} ({run.seconds:.0f} s)"
+    if mutant.pending:
+        if killed:
+            return f"PENDING MARK STALE: now killed ({how}); drop `pending`", True
+        return f"pending, survived as known ({how}): {mutant.pending}", False
+    return (f"killed, {how}", False) if killed else (f"SURVIVED: {how}", True)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--list", action="store_true", help="print the mutants and exit")
+    parser.add_argument("--only", nargs="+", metavar="NAME", help="run only these mutants")
+    parser.add_argument("--package-dir", help="the grad_reverse package to mutate (default: the importable one)")
+    args = parser.parse_args(argv)
+
+    mutants = list(MUTANTS)
+    if args.only:
+        unknown = set(args.only) - {m.name for m in mutants}
+        if unknown:
+            parser.error(f"unknown mutants: {', '.join(sorted(unknown))}; see --list")
+        mutants = [m for m in mutants if m.name in args.only]
+    print(f"{len(mutants)} mutants:")
+    print_list(mutants)
+    if args.list:
+        return 0
+
+    start = time.monotonic()
+    try:
+        package = runner.find_package(args.package_dir)
+    except runner.CheckError as error:
+        print(f"mutation check: {error}", file=sys.stderr)
+        return 2
+    build = runner.build_record(package)
+    print(f"\npackage: {package} (TensorFlow {build.get('tensorflow_version')}, xla={build.get('xla')})")
+    with tempfile.TemporaryDirectory(prefix="mutation-check-") as scratch:
+        copy = runner.copy_package(package, Path(scratch))
+        tests = tuple(dict.fromkeys(t for m in mutants for t in m.tests))
+        baseline = runner.run_tests(tests, copy.parent, TIMEOUT_S, stop_at_first=False)
+        if baseline.returncode != 0:
+            print(baseline.output[-4000:])
+            print(f"mutation check: the selected tests fail without any mutant: {baseline.failed}", file=sys.stderr)
+            return 2
+        print(f"baseline: the {len(tests)} selected tests pass unmutated ({baseline.seconds:.0f} s)\n")
+        failures = []
+        for number, mutant in enumerate(mutants, 1):
+            line, failed = verdict(mutant, package, copy, build)
+            print(f"{number:2}. {mutant.name}: {line}", flush=True)
+            if failed:
+                failures.append(mutant.name)
+    seconds = time.monotonic() - start
+    if failures:
+        print(f"\nmutation check FAILED ({seconds:.0f} s): {', '.join(failures)}")
+        return 1
+    print(f"\nmutation check passed: {len(mutants)} mutants, none survived ({seconds:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
