@@ -139,19 +139,27 @@ def test_switching_the_op_library_path_while_tensorflow_runs_the_kernel():
     running, switches = threading.Event(), [0]
     running.set()
 
-    def switcher():
-        while running.is_set():
-            assert library.GradReverseSetCpuPath(paths[switches[0] % len(paths)]) == 0
-            switches[0] += 1
+    failures = []  # an exception in a thread would only end that thread: collect it
 
-    failures = []
+    def switcher():
+        try:
+            while running.is_set():
+                path = paths[switches[0] % len(paths)]
+                if library.GradReverseSetCpuPath(path) != 0:
+                    failures.append(f"switch to {path!r} refused")
+                switches[0] += 1
+        except BaseException as error:  # noqa: BLE001 (reported below)
+            failures.append(f"switcher: {error!r}")
 
     def worker():
-        dy = tf.constant(x)
-        for _ in range(20):
-            got = grad_reverse.ops._library.grad_reverse_grad(dy, 0.75).numpy()
-            if got.tobytes() != want.tobytes():
-                failures.append("differs")
+        try:
+            dy = tf.constant(x)
+            for _ in range(20):
+                got = grad_reverse.ops._library.grad_reverse_grad(dy, 0.75).numpy()
+                if got.tobytes() != want.tobytes():
+                    failures.append("differs")
+        except BaseException as error:  # noqa: BLE001 (reported below)
+            failures.append(f"worker: {error!r}")
 
     switching = threading.Thread(target=switcher)
     workers = [threading.Thread(target=worker) for _ in range(3)]
@@ -163,4 +171,6 @@ def test_switching_the_op_library_path_while_tensorflow_runs_the_kernel():
     running.clear()
     switching.join(timeout=60)
     assert library.GradReverseSetCpuPath(b"auto") == 0
-    assert not failures and switches[0] > len(paths)
+    assert not [thread for thread in [*workers, switching] if thread.is_alive()], "a thread hung"
+    assert not failures, failures
+    assert switches[0] > len(paths)
