@@ -7,12 +7,14 @@ selected tests against it, and require them to fail. First the union of all
 selected tests runs against the unmutated copy and must pass, so a failure
 under a mutant is the mutant's doing.
 
-Verdicts: killed (its tests failed), SURVIVED (they passed: a promise no test
-guards), DRIFTED (the original text is not in the code any more: rewrite the
-mutant), skipped (the edit changes nothing in this build, e.g. an XLA mutant
-where the build has no XLA kernels), pending (a known survivor, listed with
-what will kill it). Exit 0 only when no mutant survived or drifted and no
-pending one was killed (then its pending mark is stale).
+Verdicts: killed (one of its selected tests failed), SURVIVED (they passed:
+a promise no test guards), INCONCLUSIVE (a timeout, or pytest errors instead
+of a selected test failing), DRIFTED (the original text is not in the code
+any more: rewrite the mutant), skipped (the edit changes nothing in this
+build, e.g. an XLA mutant where the build has no XLA kernels), pending (a
+known survivor, listed with what will kill it). Exit 0 only when no mutant
+survived, drifted or was inconclusive, and no pending one was killed (then
+its pending mark is stale).
 
 Usage: python scripts/mutation_check.py [--list] [--only NAME ...] [--package-dir DIR]
 The package is found without importing it: an installed grad_reverse, or a
@@ -53,13 +55,20 @@ def verdict(mutant: Mutant, package: Path, copy: Path, build: dict) -> tuple[str
         run = runner.run_tests(mutant.tests, copy.parent, TIMEOUT_S)
     finally:
         runner.restore(package, copy, mutant)
+    # Killed means: pytest reported test failures (exit 1) and one of them is
+    # a test selected for this mutant. A timeout, a collection or fixture
+    # error, or a failure elsewhere proves nothing either way.
+    caught = [name for name in run.failed if runner.is_selected(name, mutant.tests)]
     if run.timed_out:
-        killed, how = True, f"its tests hung (killed after {TIMEOUT_S} s)"
-    elif run.returncode == 0:
+        return f"INCONCLUSIVE: its tests did not finish in {TIMEOUT_S} s", True
+    if run.returncode == 0:
         killed, how = False, f"its tests passed ({run.seconds:.0f} s)"
-    else:
-        names = ", ".join(name.split("::")[-1] for name in run.failed) or f"pytest exit {run.returncode}"
+    elif run.returncode == 1 and caught:
+        names = ", ".join(name.split("::")[-1] for name in caught)
         killed, how = True, f"failed: {names} ({run.seconds:.0f} s)"
+    else:
+        return (f"INCONCLUSIVE: pytest exit {run.returncode} without a selected test failing "
+                f"(errors, not failures):\n{run.output[-2000:]}"), True
     if mutant.pending:
         if killed:
             return f"PENDING MARK STALE: now killed ({how}); drop `pending`", True

@@ -90,8 +90,15 @@ def run_tests(tests: tuple[str, ...], copy_root: Path, timeout: float, stop_at_f
         done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return TestRun(-1, [], time.monotonic() - start, "", timed_out=True)
-    failed = re.findall(r"^(?:FAILED|ERROR) (\S+)", done.stdout, flags=re.MULTILINE)
+    # FAILED only: an ERROR (a fixture or collection broke) is not a test
+    # that caught the mutant.
+    failed = re.findall(r"^FAILED (\S+)", done.stdout, flags=re.MULTILINE)
     return TestRun(done.returncode, failed, time.monotonic() - start, done.stdout + done.stderr)
+
+
+def is_selected(node_id: str, selectors: tuple[str, ...]) -> bool:
+    """Whether a failed test's node id is one of `selectors` (node ids or files), parameters aside."""
+    return any(node_id == s or node_id.startswith((s + "[", s + "::")) for s in selectors)
 
 
 def restore(package: Path, copy: Path, mutant: Mutant) -> None:
