@@ -401,3 +401,26 @@ def test_stock_backward_keeps_shape_and_dtype_and_handles_empty_tensors(dtype):
         native, stock = native_and_stock(dy, tf.constant(0.5))
         assert stock.dtype == dtype and stock.shape == shape
         assert_bitwise_equal(stock, native)
+
+
+def test_the_import_warning_points_at_the_users_import(tmp_path):
+    # A fresh process where TensorFlow seems to see a GPU whose driver and
+    # capability cannot be read: auto warns at import, and the warning names
+    # the file holding `import grad_reverse`, not a module of the package.
+    script = tmp_path / "user_script.py"
+    script.write_text(
+        "import warnings\n"
+        "import tensorflow as tf\n"
+        "tf.test.is_built_with_cuda = lambda: True\n"
+        "tf.config.list_physical_devices = lambda kind=None: "
+        "[tf.config.PhysicalDevice('/physical_device:GPU:0', 'GPU')] if kind == 'GPU' else []\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    import grad_reverse\n"
+        "ours = [w for w in caught if str(w.message).startswith('grad_reverse: TensorFlow sees')]\n"
+        "print('WARNED AT', [(w.filename, w.lineno) for w in ours])\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "GRAD_REVERSE_BACKWARD"}
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert f"WARNED AT [({str(script)!r}, 7)]" in result.stdout, result.stdout

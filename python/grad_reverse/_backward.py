@@ -25,6 +25,7 @@ them from the process.
 
 from __future__ import annotations
 
+import inspect
 import os
 import warnings
 from dataclasses import dataclass
@@ -220,8 +221,28 @@ def choose(
         capabilities = {gpu: compute_capability(gpu) for gpu in gpus}
     backward = decide(value, build_info, gpus, driver, capabilities)
     if backward.warning:
-        warnings.warn(backward.warning, RuntimeWarning, stacklevel=2)
+        warnings.warn(backward.warning, RuntimeWarning, stacklevel=_stacklevel_outside_package())
     return backward
+
+
+def _stacklevel_outside_package() -> int:
+    """The `stacklevel` for a warning raised by this function's caller that
+    points at the first frame outside grad_reverse (the user's import).
+    importlib's frames are skipped, as `warnings` itself does not count them."""
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame = inspect.currentframe()
+    frame = frame.f_back if frame is not None else None  # the caller, which warns: stacklevel 1
+    level = 1
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if "importlib" in filename and "_bootstrap" in filename:
+            frame = frame.f_back
+            continue
+        if not os.path.abspath(filename).startswith(package):
+            return level
+        level += 1
+        frame = frame.f_back
+    return level
 
 
 def stock_reverse(dy: tf.Tensor, lambda_: tf.Tensor) -> tf.Tensor:
