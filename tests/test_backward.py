@@ -247,6 +247,8 @@ def test_info_reports_the_backward_and_its_warning(monkeypatch):
     monkeypatch.setattr(ops, "BACKWARD", decide("auto", CUDA_13, [], None))
     report = info.collect()
     assert report["backward"] == "native GradReverseGrad kernel: no GPU visible (GRAD_REVERSE_BACKWARD=auto)"
+    assert report["cuda_architectures"] == (grad_reverse.BUILD_INFO["cuda_architectures"]
+                                            if grad_reverse.BUILD_INFO.get("cuda") else "none")
     assert "warning" not in report
     monkeypatch.setattr(ops, "BACKWARD", decide("stock", CUDA_13, [], None))
     assert info.collect()["backward"] == ("stock TensorFlow ops (dy * -lambda) on every device: "
