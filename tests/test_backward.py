@@ -136,8 +136,9 @@ def test_auto_uses_the_kernel_exactly_on_gpus_the_built_architectures_cover(arch
         found = f"{capability[0]}.{capability[1]}"
         assert backward.reason == (f"/physical_device:GPU:0 has compute capability {found}, which the library's "
                                    f"CUDA kernels (built for CUDA architectures {architectures}) do not cover")
-        assert f"-C cmake.define.CMAKE_CUDA_ARCHITECTURES={capability[0]}{capability[1]}" in backward.warning
-        assert "or with a CUDA toolkit that supports it" in backward.warning
+        wanted = f"{capability[0]}{capability[1]}-real;{architectures}"
+        assert f'-C "cmake.define.CMAKE_CUDA_ARCHITECTURES={wanted}"' in backward.warning
+        assert "with a CUDA toolkit that supports that architecture" in backward.warning
         native = decide("native", build, GPUS, 13000, {GPUS[0]: capability})
         assert native.kernel == "native" and "fail at its first launch" in native.warning
         assert f"compute capability {found}" in native.warning

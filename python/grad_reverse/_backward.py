@@ -130,8 +130,8 @@ def decide(
         return Backward(mode, NATIVE, f"native CUDA kernel on the GPU; {_cuda_versions(build_info, driver_cuda_version)}")
     return Backward(mode, STOCK, problem, (
         f"grad_reverse: {devices}, but {problem}. GradReverse's gradient therefore uses "
-        f"{_STOCK_DESCRIPTION}, which run on the GPU and round as the kernel does "
-        f"(on the CPU, tested; on a GPU, unverified). "
+        f"{_STOCK_DESCRIPTION}, which run on the GPU and are meant to round as the kernel does "
+        f"(bit for bit on the CPU but for one case; unverified on a GPU: see docs/gpu.md). "
         f"For the native kernel: {fix} {_SILENCE}"
     ))
 
@@ -171,8 +171,8 @@ def _architecture_problem(
     """(why some visible GPU has no code in the library's fatbin, or None; the fix)."""
     recorded = build_info.get("cuda_architectures")
     rebuild = ("rebuild for it: `pip install --force-reinstall --no-deps . "
-               "-C cmake.define.CMAKE_CUDA_ARCHITECTURES=...` from the grad-reverse source tree "
-               "(or with a CUDA toolkit that supports it)")
+               "-C \"cmake.define.CMAKE_CUDA_ARCHITECTURES=...\"` from the grad-reverse source tree "
+               "(with a CUDA toolkit that supports that architecture)")
     if not isinstance(recorded, str) or not recorded.strip():
         return ("the library's build record does not list the CUDA architectures it was built for "
                 "(an older build), so its CUDA kernels may not run on this GPU",
@@ -192,7 +192,7 @@ def _architecture_problem(
             found = f"{capability[0]}.{capability[1]}"
             return (f"{gpu} has compute capability {found}, which the library's CUDA kernels "
                     f"(built for CUDA architectures {recorded}) do not cover",
-                    f"{rebuild.replace('=...', f'={capability[0]}{capability[1]}')}.")
+                    f"{rebuild.replace('=...', f'={capability[0]}{capability[1]}-real;{recorded}')}.")
     return None, ""
 
 
