@@ -27,8 +27,11 @@ from conftest import LAMBDAS, assert_bitwise_equal
 GPUS = ["/physical_device:GPU:0"]
 NO_NVCC = {"cuda": False, "cuda_note": "no CUDA toolkit (nvcc) found at build time",
            "tensorflow_cuda_version": "12.5.1", "cuda_toolkit_version": ""}
-CUDA_13 = {"cuda": True, "cuda_toolkit_version": "13.0.88", "tensorflow_cuda_version": "12.5.1"}
-CUDA_12 = {"cuda": True, "cuda_toolkit_version": "12.8.93", "tensorflow_cuda_version": "12.5.1"}
+CUDA_13 = {"cuda": True, "cuda_toolkit_version": "13.0.88", "tensorflow_cuda_version": "12.5.1",
+           "cuda_architectures": "75-real;80-real;90"}
+CUDA_12 = {"cuda": True, "cuda_toolkit_version": "12.8.93", "tensorflow_cuda_version": "12.5.1",
+           "cuda_architectures": "70-real;80-real;90"}
+AMPERE = {GPUS[0]: (8, 0)}
 PROBE = Path(__file__).with_name("backward_probe.py")
 
 
@@ -55,7 +58,7 @@ def test_auto_uses_the_cuda_kernel_when_the_driver_has_the_library_cuda_major():
     for build, driver, versions in [(CUDA_13, 13000, "driver CUDA 13.0, library CUDA 13.0.88"),
                                     (CUDA_12, 12040, "driver CUDA 12.4, library CUDA 12.8.93"),
                                     (CUDA_12, 13010, "driver CUDA 13.1, library CUDA 12.8.93")]:
-        backward = decide("auto", build, GPUS, driver)
+        backward = decide("auto", build, GPUS, driver, AMPERE)
         assert backward.kernel == "native" and backward.warning is None, backward
         assert backward.reason == f"native CUDA kernel on the GPU; {versions}"
 
@@ -103,9 +106,75 @@ def test_native_is_obeyed_but_warns_of_a_cpu_round_trip_or_a_failing_launch():
     old_driver = decide("native", CUDA_13, GPUS, 12020)
     assert old_driver.kernel == "native" and "fail at its first launch" in old_driver.warning
     assert "driver CUDA 12.2 < library CUDA 13" in old_driver.warning
-    fine = decide("native", CUDA_13, GPUS, 13000)
+    fine = decide("native", CUDA_13, GPUS, 13000, AMPERE)
     assert fine.kernel == "native" and fine.warning is None
     assert fine.reason == "chosen by GRAD_REVERSE_BACKWARD=native; driver CUDA 13.0, library CUDA 13.0.88"
+
+
+@pytest.mark.parametrize("architectures, capability, runs", [
+    ("75-real;80-real;90", (8, 6), True),    # sm_80 SASS runs on 8.6
+    ("75-real;80-real;90", (7, 5), True),
+    ("75-real;80-real;90", (9, 0), True),
+    ("75-real;80-real;90", (12, 0), True),   # compute_90 PTX, compiled by the driver
+    ("75-real;80-real;90", (6, 1), False),   # Pascal: no SASS of major 6, PTX 9.0 too new
+    ("75-real;80-real;90", (7, 0), False),   # sm_75 SASS does not run on 7.0
+    ("75-real;80-real", (9, 0), False),      # no SASS of major 9, no PTX
+    ("75-real;80-real", (12, 0), False),
+    ("70-real;80-real;90", (7, 2), True),
+    ("90-virtual", (8, 9), False),           # PTX only runs on capabilities at least its own
+    ("90-virtual", (10, 0), True),
+    ("100-real", (10, 3), True),
+])
+def test_auto_uses_the_kernel_exactly_on_gpus_the_built_architectures_cover(architectures, capability, runs):
+    build = dict(CUDA_13, cuda_architectures=architectures)
+    assert _gpu_support.runs_on(architectures.split(";"), capability) is runs
+    backward = decide("auto", build, GPUS, 13000, {GPUS[0]: capability})
+    assert backward.kernel == ("native" if runs else "stock"), backward
+    if runs:
+        assert backward.warning is None
+    else:
+        found = f"{capability[0]}.{capability[1]}"
+        assert backward.reason == (f"/physical_device:GPU:0 has compute capability {found}, which the library's "
+                                   f"CUDA kernels (built for CUDA architectures {architectures}) do not cover")
+        wanted = f"{capability[0]}{capability[1]}-real;{architectures}"
+        assert f'-C "cmake.define.CMAKE_CUDA_ARCHITECTURES={wanted}"' in backward.warning
+        assert "with a CUDA toolkit that supports that architecture" in backward.warning
+        native = decide("native", build, GPUS, 13000, {GPUS[0]: capability})
+        assert native.kernel == "native" and "fail at its first launch" in native.warning
+        assert f"compute capability {found}" in native.warning
+
+
+def test_one_uncovered_gpu_among_several_makes_auto_use_stock_ops():
+    gpus = ["/physical_device:GPU:0", "/physical_device:GPU:1"]
+    backward = decide("auto", CUDA_13, gpus, 13000, {gpus[0]: (8, 0), gpus[1]: (6, 1)})
+    assert backward.kernel == "stock" and "GPU:1 has compute capability 6.1" in backward.warning
+    assert decide("auto", CUDA_13, gpus, 13000, {gpus[0]: (8, 0), gpus[1]: (8, 9)}).kernel == "native"
+
+
+@pytest.mark.parametrize("build, capabilities, says", [
+    ({k: v for k, v in CUDA_13.items() if k != "cuda_architectures"}, AMPERE,
+     "does not list the CUDA architectures it was built for (an older build)"),
+    (dict(CUDA_13, cuda_architectures=""), AMPERE, "does not list the CUDA architectures"),
+    (CUDA_13, {GPUS[0]: None}, "could not read the compute capability of /physical_device:GPU:0"),
+    (CUDA_13, None, "could not read the compute capability of /physical_device:GPU:0"),
+    (dict(CUDA_13, cuda_architectures="sm_80"), AMPERE, "'sm_80' is not a CUDA architecture"),
+])
+def test_auto_uses_stock_ops_when_the_architectures_or_the_capability_are_unknown(build, capabilities, says):
+    backward = decide("auto", build, GPUS, 13000, capabilities)
+    assert backward.kernel == "stock" and says in backward.warning
+
+
+def test_the_build_record_lists_the_architectures_cmake_used():
+    build = grad_reverse.BUILD_INFO
+    if not build.get("cuda"):
+        assert build.get("cuda_architectures", "") == ""
+        return
+    architectures = build["cuda_architectures"].split(";")
+    # CMakeLists.txt's default for this toolkit: sm_70 was dropped by CUDA 13.
+    oldest = "75-real" if _gpu_support.major_version(build["cuda_toolkit_version"]) >= 13 else "70-real"
+    assert architectures == [oldest, "80-real", "90"]
+    for entry in architectures:
+        _gpu_support.parse_architecture(entry)  # raises on an entry runs_on cannot read
 
 
 def test_stock_is_obeyed_silently_whatever_the_build_and_driver():
@@ -126,9 +195,17 @@ def test_choose_asks_the_driver_only_with_gpus_and_cuda_kernels_and_warns_once(r
     assert [str(w.message) for w in recwarn] == [decide(None, NO_NVCC, GPUS, None).warning]
     recwarn.clear()
     asked = []
-    backward = _backward.choose(CUDA_13, lambda: asked.append(1) or 12040, lambda: GPUS, environ={})
-    assert asked == [1] and backward.kernel == "stock"
+    backward = _backward.choose(CUDA_13, lambda: asked.append(1) or 12040, lambda: GPUS, environ={},
+                                compute_capability=lambda gpu: asked.append(gpu) or (8, 0))
+    assert asked == [1, GPUS[0]] and backward.kernel == "stock"
     assert len(recwarn) == 1 and recwarn[0].category is RuntimeWarning
+    recwarn.clear()
+    pascal = _backward.choose(CUDA_13, lambda: 13000, lambda: GPUS, environ={},
+                              compute_capability={GPUS[0]: (6, 1)}.get)
+    assert pascal == decide(None, CUDA_13, GPUS, 13000, {GPUS[0]: (6, 1)}) and pascal.kernel == "stock"
+    assert [str(w.message) for w in recwarn] == [pascal.warning]
+    assert _backward.choose(CUDA_13, lambda: 13000, lambda: GPUS, environ={},
+                            compute_capability={GPUS[0]: (8, 6)}.get).kernel == "native"
     with pytest.raises(ValueError, match="accepted values"):
         _backward.choose(CUDA_13, must_not_be_called, must_not_be_called, environ={"GRAD_REVERSE_BACKWARD": "x"})
 
@@ -143,17 +220,26 @@ def test_cuda_version_helpers():
 def test_this_process_uses_what_decide_says_for_it():
     build, gpus = grad_reverse.BUILD_INFO, _gpu_support.visible_gpus()
     value = os.environ.get("GRAD_REVERSE_BACKWARD")
-    driver = grad_reverse._loader.cuda_driver_version() if _backward.needs_driver_version(
-        _backward.parse_mode(value), build, gpus) else None
-    assert ops.BACKWARD == decide(value, build, gpus, driver)
+    driver, capabilities = None, {}
+    if _backward.needs_driver_version(_backward.parse_mode(value), build, gpus):
+        driver = grad_reverse._loader.cuda_driver_version()
+        capabilities = {gpu: _gpu_support.compute_capability(gpu) for gpu in gpus}
+    assert ops.BACKWARD == decide(value, build, gpus, driver, capabilities)
     expected = grad_reverse.ops._library.grad_reverse_grad if ops.BACKWARD.kernel == "native" else _backward.stock_reverse
     assert ops._reverse_dense is expected
 
 
 def test_the_driver_query_answers_in_every_build():
-    # No GPU here: 0 (no driver) or -1 (built without CUDA, or no answer); never a crash.
+    # Never a crash. Built without CUDA: -1. Where TensorFlow sees no GPU the
+    # runtime finds no driver (0) or fails to ask it (-1; what a machine with
+    # CUDA libraries but no GPU gives); where it sees one, the driver answers.
     version = grad_reverse._loader.cuda_driver_version()
-    assert version == -1 if not grad_reverse.BUILD_INFO.get("cuda") else version >= -1
+    if not grad_reverse.BUILD_INFO.get("cuda"):
+        assert version == -1
+    elif not _gpu_support.visible_gpus():
+        assert version in (0, -1)
+    else:
+        assert version >= 10000, version
 
 
 def test_info_reports_the_backward_and_its_warning(monkeypatch):
@@ -162,6 +248,8 @@ def test_info_reports_the_backward_and_its_warning(monkeypatch):
     monkeypatch.setattr(ops, "BACKWARD", decide("auto", CUDA_13, [], None))
     report = info.collect()
     assert report["backward"] == "native GradReverseGrad kernel: no GPU visible (GRAD_REVERSE_BACKWARD=auto)"
+    assert report["cuda_architectures"] == (grad_reverse.BUILD_INFO["cuda_architectures"]
+                                            if grad_reverse.BUILD_INFO.get("cuda") else "none")
     assert "warning" not in report
     monkeypatch.setattr(ops, "BACKWARD", decide("stock", CUDA_13, [], None))
     assert info.collect()["backward"] == ("stock TensorFlow ops (dy * -lambda) on every device: "
@@ -316,3 +404,26 @@ def test_stock_backward_keeps_shape_and_dtype_and_handles_empty_tensors(dtype):
         native, stock = native_and_stock(dy, tf.constant(0.5))
         assert stock.dtype == dtype and stock.shape == shape
         assert_bitwise_equal(stock, native)
+
+
+def test_the_import_warning_points_at_the_users_import(tmp_path):
+    # A fresh process where TensorFlow seems to see a GPU whose driver and
+    # capability cannot be read: auto warns at import, and the warning names
+    # the file holding `import grad_reverse`, not a module of the package.
+    script = tmp_path / "user_script.py"
+    script.write_text(
+        "import warnings\n"
+        "import tensorflow as tf\n"
+        "tf.test.is_built_with_cuda = lambda: True\n"
+        "tf.config.list_physical_devices = lambda kind=None: "
+        "[tf.config.PhysicalDevice('/physical_device:GPU:0', 'GPU')] if kind == 'GPU' else []\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    import grad_reverse\n"
+        "ours = [w for w in caught if str(w.message).startswith('grad_reverse: TensorFlow sees')]\n"
+        "print('WARNED AT', [(w.filename, w.lineno) for w in ours])\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "GRAD_REVERSE_BACKWARD"}
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert f"WARNED AT [({str(script)!r}, 7)]" in result.stdout, result.stdout

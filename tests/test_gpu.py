@@ -73,7 +73,11 @@ def test_auto_uses_the_cuda_kernel_where_it_can_run_and_stock_ops_otherwise():
         return
     driver = grad_reverse._loader.cuda_driver_version()
     assert driver > 0, "TensorFlow sees a GPU, so the driver must answer"
-    can_run = driver // 1000 >= _gpu_support.major_version(build["cuda_toolkit_version"])
+    architectures = build["cuda_architectures"].split(";")
+    capabilities = [_gpu_support.compute_capability(gpu) for gpu in _gpu_support.visible_gpus()]
+    assert None not in capabilities, "TensorFlow reports each GPU's compute capability"
+    can_run = (driver // 1000 >= _gpu_support.major_version(build["cuda_toolkit_version"])
+               and all(_gpu_support.runs_on(architectures, capability) for capability in capabilities))
     assert backward.kernel == ("native" if can_run else "stock"), (driver, backward)
 
 

@@ -6,26 +6,32 @@ Two implementations of the same function, `dx = -lambda * dy`:
   the library was built with CUDA, XLA kernel);
 * `stock`: stock TensorFlow ops (`dy * -lambda`; float16 and bfloat16 through
   float32, rounded once), which TensorFlow has kernels for on every device,
-  with exactly the kernels' rounding.
+  rounding as the kernels do (bit for bit on the CPU, tested; one known
+  exception, a constant lambda of -1, and unverified on a GPU: docs/gpu.md).
 
 The gradient is built when a graph is traced (or an eager op is taped),
 before TensorFlow places the ops, so one choice holds for every device of
 the process. `GRAD_REVERSE_BACKWARD` (auto, native, stock; default auto)
 chooses; `auto` picks the native kernel unless TensorFlow sees a GPU on
-which the library's CUDA kernel cannot run (no CUDA kernels built, or a
-driver older than the CUDA the kernels were built with), where the native
-op would run on the CPU (a copy of every gradient to the host and back) or
-fail at its first launch. `decide` is a pure function of the variable, the
-build record, the visible GPUs and the driver's CUDA version, so all four
-can be injected in tests; `choose` gathers them from the process.
+which the library's CUDA kernel cannot run (no CUDA kernels built, a
+driver older than the CUDA the kernels were built with, or a GPU whose
+compute capability none of the built architectures covers), where the
+native op would run on the CPU (a copy of every gradient to the host and
+back) or fail at its first launch. `decide` is a pure function of the
+variable, the build record, the visible GPUs, their compute capabilities and
+the driver's CUDA version, so all can be injected in tests; `choose` gathers
+them from the process.
 """
 
 from __future__ import annotations
 
+import inspect
 import os
 import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Sequence
+
+Capability = tuple[int, int]
 
 import tensorflow as tf
 
@@ -77,6 +83,7 @@ def decide(
     build_info: Mapping[str, Any],
     gpus: Sequence[str],
     driver_cuda_version: Optional[int],
+    capabilities: Optional[Mapping[str, Optional[Capability]]] = None,
 ) -> Backward:
     """The backward for this process.
 
@@ -88,6 +95,9 @@ def decide(
       driver_cuda_version: the driver's CUDA version (12040 is 12.4), 0 for
         no driver, None or negative when unknown; only read when
         `needs_driver_version` says so.
+      capabilities: each GPU's compute capability ((8, 6) for 8.6), keyed by
+        its name in `gpus`; a GPU missing or mapped to None is unknown. Read
+        when `driver_cuda_version` is.
     Raises:
       ValueError: `value` is not one of MODES.
     """
@@ -99,6 +109,8 @@ def decide(
         return Backward(mode, NATIVE, chosen)
     devices = f"TensorFlow sees {len(gpus)} GPU(s) ({', '.join(gpus)})"
     problem, fix = _gpu_kernel_problem(build_info, driver_cuda_version)
+    if problem is None:
+        problem, fix = _architecture_problem(build_info, gpus, capabilities or {})
     if mode == NATIVE:
         reason = f"chosen by {ENV_VAR}={NATIVE}"
         if problem is None:
@@ -118,7 +130,8 @@ def decide(
         return Backward(mode, NATIVE, f"native CUDA kernel on the GPU; {_cuda_versions(build_info, driver_cuda_version)}")
     return Backward(mode, STOCK, problem, (
         f"grad_reverse: {devices}, but {problem}. GradReverse's gradient therefore uses "
-        f"{_STOCK_DESCRIPTION}, which run on the GPU and round as the kernel does. "
+        f"{_STOCK_DESCRIPTION}, which run on the GPU and are meant to round as the kernel does "
+        f"(bit for bit on the CPU but for one case; unverified on a GPU: see docs/gpu.md). "
         f"For the native kernel: {fix} {_SILENCE}"
     ))
 
@@ -152,6 +165,37 @@ def _gpu_kernel_problem(build_info: Mapping[str, Any], driver: Optional[int]) ->
     return None, ""
 
 
+def _architecture_problem(
+    build_info: Mapping[str, Any], gpus: Sequence[str], capabilities: Mapping[str, Optional[Capability]],
+) -> tuple[Optional[str], str]:
+    """(why some visible GPU has no code in the library's fatbin, or None; the fix)."""
+    recorded = build_info.get("cuda_architectures")
+    rebuild = ("rebuild for it: `pip install --force-reinstall --no-deps . "
+               "-C \"cmake.define.CMAKE_CUDA_ARCHITECTURES=...\"` from the grad-reverse source tree "
+               "(with a CUDA toolkit that supports that architecture)")
+    if not isinstance(recorded, str) or not recorded.strip():
+        return ("the library's build record does not list the CUDA architectures it was built for "
+                "(an older build), so its CUDA kernels may not run on this GPU",
+                "rebuild: `pip install --force-reinstall --no-deps .` from the grad-reverse source tree.")
+    architectures = [entry for entry in recorded.split(";") if entry.strip()]
+    for gpu in gpus:
+        capability = capabilities.get(gpu)
+        if capability is None:
+            return (f"grad_reverse could not read the compute capability of {gpu}, so its CUDA kernels "
+                    f"(built for {recorded}) may not run there",
+                    "check the NVIDIA driver installation, or set GRAD_REVERSE_BACKWARD=native to try them.")
+        try:
+            runnable = _gpu_support.runs_on(architectures, capability)
+        except ValueError as error:
+            return f"grad_reverse cannot read the CUDA architectures it was built for ({error})", rebuild + "."
+        if not runnable:
+            found = f"{capability[0]}.{capability[1]}"
+            return (f"{gpu} has compute capability {found}, which the library's CUDA kernels "
+                    f"(built for CUDA architectures {recorded}) do not cover",
+                    f"{rebuild.replace('=...', f'={capability[0]}{capability[1]}-real;{recorded}')}.")
+    return None, ""
+
+
 def _cuda_versions(build_info: Mapping[str, Any], driver: Optional[int]) -> str:
     return (f"driver CUDA {_gpu_support.format_cuda_version(driver)}, "
             f"library CUDA {build_info.get('cuda_toolkit_version')}")
@@ -162,18 +206,43 @@ def choose(
     driver_cuda_version: Callable[[], int],
     visible_gpus: Callable[[], list[str]] = _gpu_support.visible_gpus,
     environ: Mapping[str, str] = os.environ,
+    compute_capability: Callable[[str], Optional[Capability]] = _gpu_support.compute_capability,
 ) -> Backward:
     """Reads the variable, lists the GPUs (only when the choice depends on
-    them) and asks the driver (only when `needs_driver_version`); warns once
-    (RuntimeWarning) when there is something to fix."""
+    them) and asks the driver and each GPU's compute capability (only when
+    `needs_driver_version`); warns once (RuntimeWarning) when there is
+    something to fix."""
     value = environ.get(ENV_VAR)
     mode = parse_mode(value)
     gpus = [] if mode == STOCK else visible_gpus()
-    driver = driver_cuda_version() if needs_driver_version(mode, build_info, gpus) else None
-    backward = decide(value, build_info, gpus, driver)
+    driver, capabilities = None, {}
+    if needs_driver_version(mode, build_info, gpus):
+        driver = driver_cuda_version()
+        capabilities = {gpu: compute_capability(gpu) for gpu in gpus}
+    backward = decide(value, build_info, gpus, driver, capabilities)
     if backward.warning:
-        warnings.warn(backward.warning, RuntimeWarning, stacklevel=2)
+        warnings.warn(backward.warning, RuntimeWarning, stacklevel=_stacklevel_outside_package())
     return backward
+
+
+def _stacklevel_outside_package() -> int:
+    """The `stacklevel` for a warning raised by this function's caller that
+    points at the first frame outside grad_reverse (the user's import).
+    importlib's frames are skipped, as `warnings` itself does not count them."""
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame = inspect.currentframe()
+    frame = frame.f_back if frame is not None else None  # the caller, which warns: stacklevel 1
+    level = 1
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if "importlib" in filename and "_bootstrap" in filename:
+            frame = frame.f_back
+            continue
+        if not os.path.abspath(filename).startswith(package):
+            return level
+        level += 1
+        frame = frame.f_back
+    return level
 
 
 def stock_reverse(dy: tf.Tensor, lambda_: tf.Tensor) -> tf.Tensor:

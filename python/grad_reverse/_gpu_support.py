@@ -1,5 +1,6 @@
 """Facts about this process's GPUs that the choice of backward (_backward.py)
-rests on: the GPUs TensorFlow sees, and CUDA version numbers.
+rests on: the GPUs TensorFlow sees, their compute capabilities, CUDA version
+numbers and the CUDA architectures a fatbin can run on.
 
 The driver's CUDA version itself is asked through the op library
 (`_loader.cuda_driver_version`), whose statically linked CUDA runtime is the
@@ -9,7 +10,7 @@ one its kernels need a driver for.
 from __future__ import annotations
 
 import re
-from typing import Optional
+from typing import Optional, Sequence
 
 import tensorflow as tf
 
@@ -21,6 +22,46 @@ def visible_gpus() -> list[str]:
     if not tf.test.is_built_with_cuda():
         return []
     return [device.name for device in tf.config.list_physical_devices("GPU")]
+
+
+def compute_capability(gpu: str) -> Optional[tuple[int, int]]:
+    """The compute capability of the GPU TensorFlow names `gpu` ((8, 6) for
+    8.6), None when TensorFlow does not report it."""
+    try:
+        for device in tf.config.list_physical_devices("GPU"):
+            if device.name == gpu:
+                major, minor = tf.config.experimental.get_device_details(device)["compute_capability"]
+                return int(major), int(minor)
+    except Exception:  # noqa: BLE001 - any failure means "unknown", which the caller reports
+        return None
+    return None
+
+
+def parse_architecture(entry: str) -> tuple[tuple[int, int], bool, bool]:
+    """One CMAKE_CUDA_ARCHITECTURES entry as ((major, minor), has SASS, has PTX):
+    "80-real" is SASS only, "90-virtual" PTX only, "90" both.
+
+    Raises:
+      ValueError: `entry` is not of that form.
+    """
+    match = re.fullmatch(r"\s*(\d+?)(\d)(-real|-virtual)?\s*", entry)
+    if not match:
+        raise ValueError(f"{entry!r} is not a CUDA architecture such as 80-real, 90-virtual or 90")
+    suffix = match.group(3)
+    return (int(match.group(1)), int(match.group(2))), suffix != "-virtual", suffix != "-real"
+
+
+def runs_on(architectures: Sequence[str], capability: tuple[int, int]) -> bool:
+    """Whether a fatbin built for `architectures` has code a GPU of
+    `capability` can run: SASS of the same major and a minor no higher, or
+    PTX for a capability no higher (the driver compiles it for the GPU)."""
+    for entry in architectures:
+        arch, sass, ptx = parse_architecture(entry)
+        if sass and arch[0] == capability[0] and arch[1] <= capability[1]:
+            return True
+        if ptx and arch <= capability:
+            return True
+    return False
 
 
 def major_version(version: str) -> Optional[int]:

@@ -25,6 +25,8 @@ def collect() -> dict[str, Any]:
         "tensorflow_running": tf.__version__,
         "library": str(_loader.PACKAGE_DIR / _loader.LIBRARY_NAME),
         "cuda_kernels_compiled": _compiled(build, "cuda"),
+        # Which GPUs the CUDA kernels can run on (auto uses stock ops elsewhere).
+        "cuda_architectures": build.get("cuda_architectures") or "none",
         "xla_kernels_compiled": _compiled(build, "xla"),
         "tensorflow_cuda_version": build.get("tensorflow_cuda_version") or "none (CPU build)",
         "cpu_path": _cpu_path(),
