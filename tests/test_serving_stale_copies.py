@@ -179,6 +179,19 @@ def test_without_working_locks_nothing_is_removed(capsys, monkeypatch, tmp_path,
     assert hidden(tmp_path) == [".out.make-servable-abcd1234"]
 
 
+def test_lock_probe_tries_the_exclusive_lock_the_run_takes(monkeypatch, tmp_path):
+    class SharedOnly:  # a file system that grants shared locks but refuses exclusive ones
+        LOCK_EX, LOCK_SH, LOCK_NB = 2, 1, 4
+
+        @staticmethod
+        def flock(fd, operation):
+            if operation & SharedOnly.LOCK_EX:
+                raise OSError(37, "No locks available")
+
+    monkeypatch.setattr(staging, "fcntl", SharedOnly)
+    assert not staging._locks_work(tmp_path)
+
+
 def test_a_run_removes_its_own_copy_when_it_fails(tmp_path, small_export, monkeypatch):
     from grad_reverse.serving import servable
 
