@@ -12,7 +12,8 @@ stops the run (NotServableError). A signature that could not be run at all
 (inputs it cannot generate, strings say) proves nothing, so it stops the run
 too (UnverifiedError), unless the caller allows unverified signatures; the
 final line then says which were not run. SRC is only read; a failed or
-interrupted run leaves no DST.
+interrupted run leaves no new DST, and with `overwrite` the previous DST
+stays (put back, or kept in its `.DST.old-` folder if even that fails).
 
 DST is for inference: its functions no longer reverse gradients. Keep SRC
 for training or fine-tuning.
