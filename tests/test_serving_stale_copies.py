@@ -5,11 +5,16 @@ real child processes are stopped while their copy exists: one killed
 (SIGKILL, no cleanup of any kind), one still running. A later run for the
 same DST must remove the dead run's copy, say so, and leave the live run's
 alone; once that run is killed too (SIGTERM), the next run removes its copy.
+Only folders holding make-servable's owner marker, written on this host, are
+removed: a user's same-named backup and another host's folder are kept.
 """
 
 import io
+import json
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -91,26 +96,72 @@ def test_stale_copy_of_a_killed_run_is_removed_and_a_live_runs_is_kept(capsys, t
     assert hidden(tmp_path) == [] and sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
+def made_by_make_servable(folder: Path, host: str = socket.gethostname()) -> Path:
+    """A folder as a make-servable run on `host` leaves it: created, marked, then the run died."""
+    folder.mkdir()
+    owner = {"host": host, "pid": 12345, "started": 0.0}
+    (folder / staging.OWNER_MARKER).write_text(json.dumps(owner))
+    (folder / "saved_model.pb").write_bytes(b"copy")
+    return folder
+
+
 def test_only_this_dsts_hidden_folders_are_removed(capsys, tmp_path, small_export):
     dst = tmp_path / "out"
     others = [
         ".out2.make-servable-abcd1234",  # another DST's
         ".out.make-servable-abcd12345",  # not the pattern
         ".out.keras-export-abcd1234",  # export_serving's, not make-servable's
-        ".out.old-abcd1234",  # the previous DST: kept while DST is missing
     ]
     for name in others:
-        (tmp_path / name).mkdir()
+        made_by_make_servable(tmp_path / name)
+    made_by_make_servable(tmp_path / ".out.old-abcd1234")  # the previous DST: kept while DST is missing
     (tmp_path / ".out.make-servable-file0000").write_text("a file, not a folder")
-    (tmp_path / ".out.make-servable-old_0000").mkdir()  # a tempfile-style name: stale
+    made_by_make_servable(tmp_path / ".out.make-servable-old_0000")  # a tempfile-style name: stale
     code, out = run_cli(capsys, small_export, dst, "--no-verify")
     assert code == 0
     assert "removed stale .out.make-servable-old_0000 (" in out and out.count("removed stale") == 1
-    assert hidden(tmp_path) == sorted([*others, ".out.make-servable-file0000"])
+    assert hidden(tmp_path) == sorted([*others, ".out.old-abcd1234", ".out.make-servable-file0000"])
+    assert not (dst / staging.OWNER_MARKER).exists()  # the marker stays out of DST
 
     # With DST in place, the old copy of a killed --overwrite run is stale too.
     code, out = run_cli(capsys, small_export, dst, "--no-verify", "--overwrite")
     assert code == 0 and "removed stale .out.old-abcd1234 (" in out and out.count("removed stale") == 1
+    assert not (dst / staging.OWNER_MARKER).exists()
+
+
+def test_folders_without_the_marker_or_from_another_host_are_kept(capsys, tmp_path, small_export):
+    dst = tmp_path / "model"
+    dst.mkdir()  # so that old-folders count as stale too
+    users = [tmp_path / ".model.old-20241130", tmp_path / ".model.make-servable-mybackup"]
+    for folder in users:  # a user's own backups, named like make-servable's folders
+        folder.mkdir()
+        (folder / "saved_model.pb").write_bytes(b"the user's")
+    remote = made_by_make_servable(tmp_path / ".model.make-servable-0123abcd", host="another-host.invalid")
+    killed = made_by_make_servable(tmp_path / ".model.old-4567cdef")
+    code, out = run_cli(capsys, small_export, dst, "--no-verify", "--overwrite")
+    assert code == 0
+    assert f"removed stale {killed.name} (" in out and out.count("removed stale") == 1
+    assert f"kept {remote.name}: made by a make-servable run on host another-host.invalid (pid 12345)" in out
+    assert all((folder / "saved_model.pb").read_bytes() == b"the user's" for folder in users)
+    assert hidden(tmp_path) == sorted(p.name for p in [*users, remote])
+
+
+def test_a_stale_folder_that_cannot_be_removed_is_reported_and_the_run_goes_on(capsys, monkeypatch, tmp_path, small_export):
+    stuck = made_by_make_servable(tmp_path / ".out.make-servable-0123abcd")
+    gone = made_by_make_servable(tmp_path / ".out.make-servable-4567cdef")
+    real_rmtree = shutil.rmtree
+
+    def rmtree(path, *args, **kwargs):
+        if Path(path) == stuck:
+            raise PermissionError(13, "Permission denied", str(path))
+        real_rmtree(path, *args, **kwargs)
+
+    monkeypatch.setattr(shutil, "rmtree", rmtree)
+    code, out = run_cli(capsys, small_export, tmp_path / "out", "--no-verify")
+    assert code == 0 and (tmp_path / "out" / "saved_model.pb").is_file()
+    assert f"could not remove stale {stuck.name}: Permission denied" in out
+    assert f"removed stale {gone.name} (" in out
+    assert hidden(tmp_path) == [stuck.name]
 
 
 def test_without_working_locks_nothing_is_removed(capsys, monkeypatch, tmp_path, small_export):
@@ -122,10 +173,23 @@ def test_without_working_locks_nothing_is_removed(capsys, monkeypatch, tmp_path,
             raise OSError(37, "No locks available")
 
     monkeypatch.setattr(staging, "fcntl", NoFlock)
-    (tmp_path / ".out.make-servable-abcd1234").mkdir()
+    made_by_make_servable(tmp_path / ".out.make-servable-abcd1234")
     code, out = run_cli(capsys, small_export, tmp_path / "out", "--no-verify")
     assert code == 0 and "removed stale" not in out
     assert hidden(tmp_path) == [".out.make-servable-abcd1234"]
+
+
+def test_lock_probe_tries_the_exclusive_lock_the_run_takes(monkeypatch, tmp_path):
+    class SharedOnly:  # a file system that grants shared locks but refuses exclusive ones
+        LOCK_EX, LOCK_SH, LOCK_NB = 2, 1, 4
+
+        @staticmethod
+        def flock(fd, operation):
+            if operation & SharedOnly.LOCK_EX:
+                raise OSError(37, "No locks available")
+
+    monkeypatch.setattr(staging, "fcntl", SharedOnly)
+    assert not staging._locks_work(tmp_path)
 
 
 def test_a_run_removes_its_own_copy_when_it_fails(tmp_path, small_export, monkeypatch):

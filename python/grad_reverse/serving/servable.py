@@ -12,7 +12,8 @@ stops the run (NotServableError). A signature that could not be run at all
 (inputs it cannot generate, strings say) proves nothing, so it stops the run
 too (UnverifiedError), unless the caller allows unverified signatures; the
 final line then says which were not run. SRC is only read; a failed or
-interrupted run leaves no DST.
+interrupted run leaves no new DST, and with `overwrite` the previous DST
+stays (put back, or kept in its `.DST.old-` folder if even that fails).
 
 DST is for inference: its functions no longer reverse gradients. Keep SRC
 for training or fine-tuning.
@@ -110,10 +111,10 @@ def make_servable(
     _print_changes(report, out)
 
     dst_path.parent.mkdir(parents=True, exist_ok=True)
-    removed: list[str] = []
-    with staging_folder.claimed_sibling(dst_path, staging_folder.STAGING, removed) as staging:
-        for line in removed:
-            print(f"removed stale {line}: left by a make-servable run of {dst_path.name} that no longer runs", file=out)
+    notes: list[str] = []
+    with staging_folder.claimed_sibling(dst_path, staging_folder.STAGING, notes) as staging:
+        for line in notes:
+            print(line, file=out)
         shutil.copytree(src_path, staging, dirs_exist_ok=True)
         if report.replaced:
             write_saved_model(proto, staging / saved_model_file(src_path).name)
@@ -226,13 +227,24 @@ def _final_line(report: ServableReport, dst: PathLike, check: bool, verify: bool
 
 def _move_into_place(staging: Path, dst: Path) -> None:
     if not dst.exists():
+        staging_folder.unmark(staging)  # DST must not carry make-servable's owner marker
         os.replace(staging, dst)
         return
     # A directory cannot be replaced in one rename: move the old one aside first.
+    # The OLD folder is removed only once DST exists again (claimed_sibling), so
+    # an interrupt or a failed restore leaves the previous DST in it.
     with staging_folder.claimed_sibling(dst, staging_folder.OLD) as old:
-        os.replace(dst, old / dst.name)
+        previous = old / dst.name
+        os.replace(dst, previous)
         try:
+            staging_folder.unmark(staging)
             os.replace(staging, dst)
-        except OSError:
-            os.replace(old / dst.name, dst)  # put the old export back before failing
+        except BaseException:  # KeyboardInterrupt too: put the old export back before failing
+            if not (dst.exists() or dst.is_symlink()):
+                try:
+                    os.replace(previous, dst)
+                except OSError as error:
+                    raise SavedModelError(
+                        dst, f"could not put the previous {dst.name} back ({error}); it is kept in {previous}"
+                    ) from error
             raise
