@@ -6,8 +6,9 @@ implementation, repeated), with lambda as a `tf.Variable` (what a schedule
 uses) and as a Python float. The table gives median times per call, the
 ratios reference/native and native/floor taken round by round, and for
 bandwidth-bound cases the backward's GB/s next to this machine's limit,
-timed in the same rounds as the case (per round the best of threaded copies,
-in-place passes and TensorFlow's own multiply over the same bytes). Ratios
+timed in the same rounds as the case (the fastest pass of threaded copies,
+in-place passes, the kernel's own pass and TensorFlow's own multiply over the
+same bytes). Ratios
 measured side by side are what to read: absolute times on a shared machine
 drift.
 

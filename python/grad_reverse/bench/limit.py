@@ -2,29 +2,39 @@
 the bar for a bandwidth-bound backward (which reads dy and writes dx).
 
 No single program reaches a machine's bandwidth everywhere: one thread cannot
-saturate a multi-channel memory system, and threads cost a dispatch that
-dominates small copies. So the limit is the best of several ways of moving
-the same number of bytes (read + write, into buffers allocated and touched
-beforehand, as large as the case's own tensors):
+saturate a multi-channel memory system, threads cost a dispatch that
+dominates small copies, and a store that first reads its cache line (read for
+ownership) moves a third more bytes than a streaming store. So the limit is
+the best of several ways of moving the same number of bytes (read + write,
+into buffers allocated and touched beforehand, as large as the case's own
+tensors), each on 1 thread, half the usable cores and all of them (one
+contiguous slice per thread; the work releases the GIL, so the threads run
+in parallel):
 
-* `numpy copy, N threads` for N = 1, half the usable cores and all of them:
-  `np.copyto` on N slices, one per thread (numpy releases the GIL for
-  copies, so the threads run in parallel): out of place, as the backward
-  when it must allocate dx (glibc's memcpy streams large copies past the
-  cache, as the kernel does);
-* `numpy in place, N threads`: `np.negative(a, out=a)` the same way, as the
-  backward when it overwrites dy;
+* `numpy copy`: `np.copyto`, out of place (glibc's memcpy; whether it
+  streams depends on the CPU and the glibc);
+* `numpy in place`: `np.negative(a, out=a)`, read and write of the same
+  bytes, as the backward when it overwrites dy;
+* `kernel, streaming stores`: the backward kernel's own pass on raw buffers
+  (`grad_reverse._kernels`, no TensorFlow), out of place with the
+  non-temporal stores it uses for a large dx: the op's own access pattern,
+  without TensorFlow's dispatch and allocation;
+* `kernel in place`: the same kernel overwriting its input;
 * `tf.function multiply`: TensorFlow's own `x * s` on its intra-op thread
-  pool (Eigen, vectorized, sharded), out of place into a new tensor: the
-  case's own access pattern, allocation included;
+  pool, out of place into a new tensor, allocation included;
 * on a GPU, a device-to-device pass (`x + 0` in a tf.function) instead.
 
+(The kernel's ways need the pybind11 module, which every CMake build has;
+where it is missing they are left out and the others remain.)
+
 The ways are timed in the same interleaved rounds as the case they bound
-(`LimitWays.calls`, added to the case's calls), so a burst of load meets
-both alike. Per round the fastest way counts; the limit is the median of
-those over the rounds, read like the case's own median. (An earlier version
-took each way's fastest round, measured before the case: a case that met a
-quieter moment than the limit then read above 100 % of it.)
+(`LimitWays.calls`, added to the case's calls), and the limit is the fastest
+pass of any way in those rounds (`measure.limit_from_times`): load only slows
+a pass, so the limit is what the machine did at the quietest moment the case
+also met. An earlier version took the median over rounds of each round's
+fastest way, read like the case's median: where the case moves the bytes as
+fast as the best way (the kernel alone), noise alone read it above 100 %, and
+a 64M eager row read 122 % of it on a quiet machine.
 
 A memory limit bounds only passes that go to memory. Where the buffers are
 not at least twice the last-level cache (`beyond_cache`), a pass runs from
@@ -137,13 +147,27 @@ def threaded_negate(buffer: np.ndarray, threads: int) -> Threaded:
     return Threaded(lambda part: np.negative(part, out=part), parts)
 
 
-def repeat_call(call: Callable[[], object], times: int) -> Callable[[], None]:
-    """`call` `times` times in a row: whole passes, each over all the bytes."""
-    def run() -> None:
-        for _ in range(times):
-            call()
+def _raw_kernels():
+    """The pybind11 module over the backward kernels, or None where this build
+    has none (GRAD_REVERSE_PYBIND=OFF)."""
+    try:
+        from grad_reverse import _kernels
+    except ImportError:
+        return None
+    return _kernels
 
-    return run
+
+def threaded_kernel(src: np.ndarray, dst: np.ndarray, threads: int, streaming: bool) -> Threaded:
+    """`dst = -src` (float32) by the backward kernel itself (lambda 1: exact,
+    repeating it never makes denormals), each thread one slice; in place when
+    `dst` is `src`. `streaming`: write with non-temporal stores, as the kernel
+    does for a large output that is not its input."""
+    kernels = _raw_kernels()
+    source, target = src.view(np.float32), dst.view(np.float32)
+    step = source.itemsize
+    parts = [(source[s.start // step:s.stop // step], target[s.start // step:s.stop // step])
+             for s in _slices(source.nbytes, threads)]
+    return Threaded(lambda a, b: kernels.neg_scale_cpu(a, 1.0, b, streaming), parts)
 
 
 def _tensorflow_multiply(nbytes: int) -> Callable[[], object]:
@@ -173,11 +197,20 @@ class LimitWays:
             ways["device pass"] = _device_pass(nbytes, dtype)
         else:
             nbytes = max(4, nbytes - nbytes % 4)  # whole float32 values for the in-place pass
+            # Both written here (np.ones fills them), so no page faults while timed.
+            # As float32 the bytes are a normal number; negating it is exact.
             src = np.ones(nbytes, np.uint8)
-            dst = np.zeros(nbytes, np.uint8)  # written once here: no page faults while timed
+            dst = np.ones(nbytes, np.uint8)
             for threads in thread_counts(usable_cores()):
-                for name, way in (("numpy copy", threaded_copy(src, dst, threads)),
-                                  ("numpy in place", threaded_negate(dst, threads))):
+                candidates = [("numpy copy", lambda: threaded_copy(src, dst, threads)),
+                              ("numpy in place", lambda: threaded_negate(dst, threads))]
+                if _raw_kernels() is not None:
+                    candidates += [
+                        ("kernel, streaming stores", lambda: threaded_kernel(src, dst, threads, True)),
+                        ("kernel in place", lambda: threaded_kernel(dst, dst, threads, False)),
+                    ]
+                for name, make in candidates:
+                    way = make()
                     used = len(way.parts)  # fewer than asked for when the bytes are few
                     label = f"{name}, {used} thread{'s' if used > 1 else ''}"
                     if label in ways:
@@ -193,35 +226,6 @@ class LimitWays:
     def close(self) -> None:
         for copy in self.copies:
             copy.close()
-
-
-class RepeatedPassWays:
-    """The limit's ways for the kernel-alone measurement, timed as the kernel
-    is: each way as 1 pass and as 9 passes in a row per sample, every pass
-    over all the bytes (threads joined after each, as after each of the
-    kernel's ops), and one pass read per round as (9 - 1) / 8, the
-    subtraction that gives the kernel's pass. (A single numpy call per
-    sample against the kernel's 8 passes in one graph call read an in-cache
-    4 MiB buffer at 148 % of the "limit".)"""
-
-    PASSES = (1, 9)
-
-    def __init__(self, nbytes: int) -> None:
-        self.ways = LimitWays(nbytes, tf.float32, tensorflow=False)
-        self.nbytes = self.ways.nbytes
-        self.calls = {f"{label} x{passes}": repeat_call(way, passes)
-                      for label, way in self.ways.calls.items() for passes in self.PASSES}
-
-    def round_best_pass(self, times: dict[str, list[float]]) -> list[float]:
-        """Per round, the fastest way's seconds per pass; rounds where every
-        way's difference was lost in the noise are left out."""
-        per_way = [pass_times(times[label], times[label[:-len("x1")] + "x9"])
-                   for label in times if label.endswith(" x1")]
-        best = [min((t for t in round_ if t > 0), default=None) for round_ in zip(*per_way)]
-        return [t for t in best if t is not None]
-
-    def close(self) -> None:
-        self.ways.close()
 
 
 def measure_limit(nbytes: int, rounds: int, dtype: tf.DType = tf.float32) -> Limit:
@@ -269,9 +273,10 @@ def kernel_bandwidth(size: int, dtype: tf.DType, rounds: int, limit: bool = True
 
     A graph applies GradReverseGrad to a temporary 1 and 9 times in a row
     (each application in place); the difference is 8 passes of the kernel,
-    with no allocation and no other op. With `limit`, the ways of
-    `RepeatedPassWays` run in the same rounds and are read the same way (on
-    a CPU; on a GPU the limit is left out)."""
+    with no allocation and no other op. With `limit`, the in-place and
+    copying ways of `LimitWays` (one pass each, no graph call) run in the
+    same rounds, and the limit is their fastest pass (on a CPU; on a GPU the
+    limit is left out)."""
     from grad_reverse.ops import _library
 
     lambda_ = tf.constant(0.5)
@@ -289,13 +294,14 @@ def kernel_bandwidth(size: int, dtype: tf.DType, rounds: int, limit: bool = True
     x = tf.cast(tf.random.normal([size]), dtype)
     one, nine = repeated(1), repeated(9)
     nbytes = size * dtype.size
-    ways = RepeatedPassWays(nbytes) if limit and not tf.config.list_logical_devices("GPU") else None
+    ways = LimitWays(nbytes, tensorflow=False) if limit and not tf.config.list_logical_devices("GPU") else None
     try:
         times = interleaved({"one": lambda: one(x), "nine": lambda: nine(x), **(ways.calls if ways else {})}, rounds)
     finally:
         if ways:
             ways.close()
     seconds = kernel_seconds(times.pop("one"), times.pop("nine"))
-    best = ways.round_best_pass(times) if ways and beyond_cache(nbytes, 1) else []
-    limit_gbps = 2 * ways.nbytes / statistics.median(best) / 1e9 if best else None
+    limit_gbps = None
+    if ways and beyond_cache(nbytes, 1):
+        limit_gbps = limit_from_times(ways.nbytes, {name[len(LIMIT_PREFIX):]: t for name, t in times.items()}).gbps
     return KernelBandwidth(size, nbytes, 2 * nbytes / seconds / 1e9 if seconds else None, limit_gbps)
