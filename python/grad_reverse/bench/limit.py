@@ -48,7 +48,7 @@ from __future__ import annotations
 import os
 import statistics
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 import numpy as np
@@ -247,7 +247,9 @@ class KernelBandwidth:
     size: int  # elements
     nbytes: int  # of the buffer the kernel reads and overwrites
     gbps: Optional[float]  # None when the kernel's time was lost in the noise (see kernel_seconds)
-    limit_gbps: Optional[float]
+    limit_gbps: Optional[float]  # None where no memory limit applies (in cache, on a GPU)
+    # The limit's ways, timed in the kernel's rounds (their names, their samples).
+    limit_times: dict[str, list[float]] = field(default_factory=dict)
 
     def fraction_of_limit(self) -> Optional[float]:
         return self.gbps / self.limit_gbps if self.gbps and self.limit_gbps else None
@@ -301,7 +303,6 @@ def kernel_bandwidth(size: int, dtype: tf.DType, rounds: int, limit: bool = True
         if ways:
             ways.close()
     seconds = kernel_seconds(times.pop("one"), times.pop("nine"))
-    limit_gbps = None
-    if ways and beyond_cache(nbytes, 1):
-        limit_gbps = limit_from_times(ways.nbytes, {name[len(LIMIT_PREFIX):]: t for name, t in times.items()}).gbps
-    return KernelBandwidth(size, nbytes, 2 * nbytes / seconds / 1e9 if seconds else None, limit_gbps)
+    limit_times = {name[len(LIMIT_PREFIX):]: t for name, t in times.items()}
+    limit_gbps = limit_from_times(ways.nbytes, limit_times).gbps if ways and beyond_cache(nbytes, 1) else None
+    return KernelBandwidth(size, nbytes, 2 * nbytes / seconds / 1e9 if seconds else None, limit_gbps, limit_times)

@@ -99,7 +99,9 @@ class Result:
     def take_limit(self, prefix: str, applies: bool = True) -> None:
         """Moves the samples named `prefix...` from `times` to `limit_times`
         and, where a memory limit `applies` (see limit.beyond_cache), sets
-        `limit_gbps` from them: a limit met under this case's load."""
+        `limit_gbps` from them: the fastest pass in this case's rounds (the
+        command then reads each row against its size's limit over the whole
+        run, `cli.read_against_pooled_limits`)."""
         names = [name for name in self.times if name.startswith(prefix)]
         self.limit_times = {name[len(prefix):]: self.times.pop(name) for name in names}
         if self.limit_times and self.bytes_moved and applies:

@@ -84,9 +84,9 @@ def _cache_note(nbytes: int, buffers: int) -> str:
 
 def format_limits(limits: dict[int, Limit], dtype_size: int) -> str:
     """The limit per size, over all its cases' rounds, and each way's share."""
-    lines = ["memory-bandwidth limit (read+write GB/s), timed in the same rounds as the cases above: the "
-             "fastest pass any of these ways made (each row's limit: the fastest in its own rounds; a row's "
-             "figure is its median call); each way at its fastest pass:"]
+    lines = ["memory-bandwidth limit (read+write GB/s), timed in the same rounds as the cases above and the "
+             "kernel alone: the fastest pass any of these ways made in the run, what every row of that size is "
+             "read against (a row's figure is its median call); each way at its fastest pass:"]
     for nbytes, limit in sorted(limits.items()):
         ways = ", ".join(f"{name} {gbps:.1f}" for name, gbps in limit.methods.items())
         lines.append(f"  {size_label(nbytes // dtype_size):>6s}: {limit.gbps:6.1f} over {limit.rounds} rounds, "
@@ -97,7 +97,7 @@ def format_limits(limits: dict[int, Limit], dtype_size: int) -> str:
 def format_kernel_rows(rows: Sequence[KernelBandwidth], dtype: str) -> str:
     """The kernel alone, in place, against the limit timed in its rounds."""
     lines = ["backward kernel alone, in place (read+write GB/s, median over rounds of 9 passes minus 1; the "
-             "limit: the fastest single pass of the copying and in-place ways timed in the same rounds):"]
+             "limit: its size's, above, with the copying and in-place ways also timed in these rounds):"]
     for row in rows:
         if row.gbps is None:
             lines.append(f"  {size_label(row.size):>6s} {dtype}: not measurable (8 passes took less than the noise)")
