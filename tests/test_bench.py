@@ -115,6 +115,7 @@ def test_the_limit_is_the_fastest_pass_of_any_way_in_any_round():
     assert measured.gbps == pytest.approx(2 * 1000 / 0.8 / 1e9)
     assert measured.method == "b" and measured.rounds == 5
     assert measured.methods == {"a": pytest.approx(2000 / 1.0 / 1e9), "b": pytest.approx(2000 / 0.8 / 1e9)}
+    assert measured.medians == {"a": pytest.approx(2000 / 3.0 / 1e9), "b": pytest.approx(2000 / 2.0 / 1e9)}
 
 
 def _case_with_limit(native: list[float], **ways: list[float]) -> bench.Result:

@@ -60,6 +60,8 @@ class Limit:
     method: str  # the way that made that pass
     methods: dict[str, float] = field(default_factory=dict)  # every way's GB/s at its own fastest pass
     rounds: int = 0
+    # Every way's GB/s at its median pass: how far the bursts stand above the usual.
+    medians: dict[str, float] = field(default_factory=dict)
 
 
 def limit_from_times(nbytes: int, times: dict[str, list[float]]) -> Limit:
@@ -72,7 +74,8 @@ def limit_from_times(nbytes: int, times: dict[str, list[float]]) -> Limit:
     method = min(fastest, key=fastest.get)
     methods = {name: 2 * nbytes / seconds / 1e9 for name, seconds in fastest.items()}
     rounds = min((len(samples) for samples in times.values()), default=0)
-    return Limit(nbytes, methods[method], method, methods, rounds)
+    medians = {name: 2 * nbytes / statistics.median(samples) / 1e9 for name, samples in times.items()}
+    return Limit(nbytes, methods[method], method, methods, rounds, medians)
 
 
 def paired_ratio(numerator: list[float], denominator: list[float]) -> float:

@@ -86,9 +86,9 @@ def format_limits(limits: dict[int, Limit], dtype_size: int) -> str:
     """The limit per size, over all its cases' rounds, and each way's share."""
     lines = ["memory-bandwidth limit (read+write GB/s), timed in the same rounds as the cases above and the "
              "kernel alone: the fastest pass any of these ways made in the run, what every row of that size is "
-             "read against (a row's figure is its median call); each way at its fastest pass:"]
+             "read against (a row's figure is its median call); each way at its fastest pass (median):"]
     for nbytes, limit in sorted(limits.items()):
-        ways = ", ".join(f"{name} {gbps:.1f}" for name, gbps in limit.methods.items())
+        ways = ", ".join(f"{name} {gbps:.1f} ({limit.medians[name]:.1f})" for name, gbps in limit.methods.items())
         lines.append(f"  {size_label(nbytes // dtype_size):>6s}: {limit.gbps:6.1f} over {limit.rounds} rounds, "
                      f"by {limit.method}  ({ways}){_cache_note(nbytes, 2)}")
     return "\n".join(lines)
