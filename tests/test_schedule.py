@@ -13,6 +13,8 @@ import grad_reverse
 from grad_reverse._keras import keras
 from grad_reverse.schedule import DANNLambdaSchedule, dann_lambda
 
+from conftest import unknown_length_dataset
+
 
 def reversal_model(lambda_):
     """loss = w * x with x = 1 behind GradReverse: dloss/dw = -lambda, so with
@@ -74,18 +76,12 @@ def test_one_schedule_reused_for_a_second_fit_restarts_the_ramp():
 @pytest.mark.filterwarnings("ignore:Your input ran out of data")
 def test_one_schedule_with_total_steps_reused_on_data_of_unknown_length_restarts_the_ramp():
     """Without steps_per_epoch the schedule counts steps; a new fit counts from 0."""
-    def batches():
-        for _ in range(3):
-            yield np.ones((4, 1), "float32"), np.zeros((4, 1), "float32")
-
-    spec = (tf.TensorSpec([4, 1], tf.float32), tf.TensorSpec([4, 1], tf.float32))
     lambda_ = tf.Variable(0.0, trainable=False)
     model, schedule = reversal_model(lambda_), DANNLambdaSchedule(lambda_, total_steps=6)
     records = []
     for _ in range(2):
         records.append(RecordLambdas(lambda_))
-        model.fit(tf.data.Dataset.from_generator(batches, output_signature=spec), epochs=2,
-                  shuffle=False, verbose=0, callbacks=[schedule, records[-1]])
+        model.fit(unknown_length_dataset(3), epochs=2, shuffle=False, verbose=0, callbacks=[schedule, records[-1]])
     for record in records:  # two epochs of three steps, each fit from 0 to 1
         np.testing.assert_allclose(record.lambdas, ramp(range(6), 6), rtol=1e-6, atol=1e-7)
 
