@@ -29,9 +29,10 @@ where it is missing they are left out and the others remain.)
 
 The ways are timed in the same interleaved rounds as the case they bound
 (`LimitWays.calls`, added to the case's calls), and the limit is the fastest
-pass of any way in those rounds (`measure.limit_from_times`): load only slows
-a pass, so the limit is what the machine did at the quietest moment the case
-also met. An earlier version took the median over rounds of each round's
+pass of any way in those rounds (`measure.limit_from_times`; the command pools
+the rounds of every case of a size, `cli.read_against_pooled_limits`): load
+only slows a pass, so the limit is what the machine did at its quietest
+moment. An earlier version took the median over rounds of each round's
 fastest way, read like the case's median: where the case moves the bytes as
 fast as the best way (the kernel alone), noise alone read it above 100 %, and
 a 64M eager row read 122 % of it on a quiet machine.
