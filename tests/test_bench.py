@@ -157,14 +157,15 @@ def test_a_case_as_fast_as_the_best_way_never_reads_above_the_limit_on_noise():
 
 
 def test_every_row_of_a_size_is_read_against_the_fastest_pass_of_the_whole_run():
-    quiet = _case_with_limit([0.02] * 3, copy=[0.010, 0.011, 0.012])  # its own limit: the 0.010 pass
-    loaded = _case_with_limit([0.02] * 3, copy=[0.015, 0.016, 0.017])
+    quiet = _case_with_limit([0.02] * 3, copy=[0.010, 0.011, 0.012], multiply=[0.05] * 3)  # own limit: 0.010
+    loaded = _case_with_limit([0.02] * 3, copy=[0.015, 0.016, 0.017], multiply=[0.05] * 3)
     in_cache = bench.Result("fwd+bwd", "eager", 1 << 20, "float32", "variable", {"native": [0.02]},
                             bytes_moved=8 << 20, limit_times={"copy": [0.001]})  # no limit applies
     kernel = limit.KernelBandwidth(1 << 20, 4 << 20, 1.0, 1.0, {"copy": [0.008, 0.009]})
     limits = cli.pooled_limits([quiet, loaded, in_cache], [kernel])
     assert limits[4 << 20].gbps == pytest.approx(2 * (4 << 20) / 0.001 / 1e9)  # pools every row's samples
     limits = cli.pooled_limits([quiet, loaded], [kernel])
+    assert limits[4 << 20].rounds == 3 + 3 + 2  # every round, the kernel alone's (no multiply) too
     cli.read_against_pooled_limits([quiet, loaded, in_cache], [kernel], limits)
     fastest = 2 * (4 << 20) / 0.008 / 1e9  # the kernel alone's rounds met the quietest moment
     assert quiet.limit_gbps == loaded.limit_gbps == kernel.limit_gbps == pytest.approx(fastest)
