@@ -156,6 +156,19 @@ def test_a_case_as_fast_as_the_best_way_never_reads_above_the_limit_on_noise():
     assert result.fastest_fraction_of_limit() == pytest.approx(1.0)
 
 
+def test_cases_time_the_limits_ways_in_their_own_rounds(small_cache):
+    ways = limit.LimitWays(4 << 20)
+    try:
+        result = bench.case_function(1 << 20, tf.float32, 3, False, "float", beside=ways.calls)
+    finally:
+        ways.close()
+    assert set(result.times) == set(bench.IMPLEMENTATIONS)  # the ways are not implementations
+    assert {limit.LIMIT_PREFIX + name for name in result.limit_times} == set(ways.calls)
+    assert all(len(samples) == 3 for samples in result.limit_times.values())
+    assert result.limit_gbps == limit_from_times(4 << 20, result.limit_times).gbps
+    assert 0 < result.fraction_of_limit() < math.inf
+
+
 def test_every_row_of_a_size_is_read_against_the_fastest_pass_of_the_whole_run():
     quiet = _case_with_limit([0.02] * 3, copy=[0.010, 0.011, 0.012], multiply=[0.05] * 3)  # own limit: 0.010
     loaded = _case_with_limit([0.02] * 3, copy=[0.015, 0.016, 0.017], multiply=[0.05] * 3)
@@ -185,7 +198,6 @@ def test_the_limits_ways_include_the_kernels_own_pass_and_move_every_byte():
         np.testing.assert_array_equal(dst, -src)
     finally:
         ways.close()
-    assert limit.pass_times([1.0, 2.0], [9.0, 4.0]) == [1.0, 0.25]
 
 
 def test_without_the_kernel_module_the_limit_keeps_the_other_ways(monkeypatch):
@@ -195,6 +207,10 @@ def test_without_the_kernel_module_the_limit_keeps_the_other_ways(monkeypatch):
         assert not any("kernel" in name for name in ways.calls) and len(ways.calls) >= 3
     finally:
         ways.close()
+
+
+def test_a_kernel_pass_is_nine_passes_minus_one_over_eight_per_round():
+    assert limit.pass_times([1.0, 2.0], [9.0, 4.0]) == [1.0, 0.25]
 
 
 @pytest.mark.parametrize("one, nine, expected", [
