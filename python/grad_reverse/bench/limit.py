@@ -138,14 +138,20 @@ def threaded_copy(src: np.ndarray, dst: np.ndarray, threads: int) -> Threaded:
     return Threaded(np.copyto, [(dst[s], src[s]) for s in _slices(src.nbytes, threads)])
 
 
+def _float32_parts(threads: int, *buffers: np.ndarray) -> list[tuple[np.ndarray, ...]]:
+    """The `buffers` (equal sizes, bytes) seen as float32, cut into one
+    contiguous slice per thread: a tuple of the buffers' slices per thread."""
+    views = [buffer.view(np.float32) for buffer in buffers]
+    step = views[0].itemsize
+    return [tuple(view[s.start // step:s.stop // step] for view in views)
+            for s in _slices(views[0].nbytes, threads)]
+
+
 def threaded_negate(buffer: np.ndarray, threads: int) -> Threaded:
     """`buffer = -buffer` (float32) in place, each thread one slice: read + write of the
     same bytes, as the backward kernel does when it may overwrite dy. (Negation
     is exact: repeating it never makes denormals.)"""
-    values = buffer.view(np.float32)
-    step = values.itemsize
-    parts = [(values[s.start // step:s.stop // step],) for s in _slices(values.nbytes, threads)]
-    return Threaded(lambda part: np.negative(part, out=part), parts)
+    return Threaded(lambda part: np.negative(part, out=part), _float32_parts(threads, buffer))
 
 
 def _raw_kernels():
@@ -164,11 +170,7 @@ def threaded_kernel(src: np.ndarray, dst: np.ndarray, threads: int, streaming: b
     `dst` is `src`. `streaming`: write with non-temporal stores, as the kernel
     does for a large output that is not its input."""
     kernels = _raw_kernels()
-    source, target = src.view(np.float32), dst.view(np.float32)
-    step = source.itemsize
-    parts = [(source[s.start // step:s.stop // step], target[s.start // step:s.stop // step])
-             for s in _slices(source.nbytes, threads)]
-    return Threaded(lambda a, b: kernels.neg_scale_cpu(a, 1.0, b, streaming), parts)
+    return Threaded(lambda a, b: kernels.neg_scale_cpu(a, 1.0, b, streaming), _float32_parts(threads, src, dst))
 
 
 def _tensorflow_multiply(nbytes: int) -> Callable[[], object]:
@@ -202,10 +204,11 @@ class LimitWays:
             # As float32 the bytes are a normal number; negating it is exact.
             src = np.ones(nbytes, np.uint8)
             dst = np.ones(nbytes, np.uint8)
+            kernels = _raw_kernels() is not None
             for threads in thread_counts(usable_cores()):
                 candidates = [("numpy copy", lambda: threaded_copy(src, dst, threads)),
                               ("numpy in place", lambda: threaded_negate(dst, threads))]
-                if _raw_kernels() is not None:
+                if kernels:
                     candidates += [
                         ("kernel, streaming stores", lambda: threaded_kernel(src, dst, threads, True)),
                         ("kernel in place", lambda: threaded_kernel(dst, dst, threads, False)),
