@@ -10,7 +10,7 @@ import threading
 import numpy as np
 import pytest
 
-from test_kernels_module import HALF_TYPES, _kernels, _run_with_cpu_path_variable, assert_same_bits
+from test_kernels_module import HALF_TYPES, _kernels, _run_with_cpu_path_variable
 
 THREADS = 6
 CALLS = 150
