@@ -15,7 +15,6 @@ counter, so it is exact per step with `steps_per_execution > 1` and XLA.
 
 from __future__ import annotations
 
-import math
 from typing import Any, Optional
 
 import tensorflow as tf
@@ -23,7 +22,7 @@ import tensorflow as tf
 from grad_reverse._keras import keras
 from grad_reverse.dann import keras_compat
 from grad_reverse.dann.data import check_paired_spec, one_pass_steps, paired_dataset, source_length, split_batch_size
-from grad_reverse.dann.schedules import lambda_at_step
+from grad_reverse.dann.schedules import _finite, lambda_at_step
 from grad_reverse.ops import grad_reverse
 
 LAMBDA_SCHEDULES = ("paper", "constant")
@@ -67,13 +66,6 @@ def _activation_name(head: Any) -> Optional[str]:
         return getattr(activation, "__name__", None)
     layers = getattr(head, "layers", None)
     return _activation_name(layers[-1]) if layers else None
-
-
-def _finite(name: str, value: float) -> float:
-    value = float(value)
-    if not math.isfinite(value):
-        raise ValueError(f"DANN: {name} must be a finite number, got {value}")
-    return value
 
 
 def _check_domain_output(shape: tf.TensorShape) -> None:
@@ -130,8 +122,8 @@ class DANN(keras.Model):
         self.feature_extractor = feature_extractor
         self.label_head = label_head
         self.domain_head = domain_head
-        self.lambda_max = _finite("lambda_max", lambda_max)
-        self.gamma = _finite("gamma", gamma)
+        self.lambda_max = _finite("DANN: lambda_max", lambda_max)
+        self.gamma = _finite("DANN: gamma", gamma)
         self.lambda_schedule = lambda_schedule
         self._schedule = _ScheduleState()
         self._domain_metrics = _DomainMetrics()
@@ -188,7 +180,7 @@ class DANN(keras.Model):
                     f"(its last activation is {activation!r}); pass domain_from_logits=True or False")
             domain_from_logits = activation == "linear"
         self._domain_from_logits = bool(domain_from_logits)
-        self._domain_loss_weight = _finite("domain_loss_weight", domain_loss_weight)
+        self._domain_loss_weight = _finite("DANN: domain_loss_weight", domain_loss_weight)
         if domain_loss is None:
             domain_loss = keras.losses.BinaryCrossentropy(from_logits=self._domain_from_logits)
         elif isinstance(domain_loss, str):

@@ -19,6 +19,8 @@ from grad_reverse._keras import keras
 
 
 def _finite(name: str, value: float) -> float:
+    """`value` as a float; ValueError naming `name` when it is not finite
+    (shared by the DANN model's arguments)."""
     value = float(value)
     if not math.isfinite(value):
         raise ValueError(f"{name} must be a finite number, got {value}")
