@@ -76,10 +76,10 @@ def test_onnx_runtime_matches_the_saved_model_and_keras(converted):
 
 
 def test_onnx_graph_has_no_grad_reverse(converted):
-    graph = onnx.load(str(converted["onnx"])).graph
-    op_types = {node.op_type for node in graph.node}
+    model = onnx.load(str(converted["onnx"]))
+    op_types = {node.op_type for node in model.graph.node}
     assert op_types and not {"GradReverse", "GradReverseGrad"} & op_types
-    onnx.checker.check_model(onnx.load(str(converted["onnx"])))
+    onnx.checker.check_model(model)
 
 
 def test_raw_export_does_not_convert(converted, tmp_path):

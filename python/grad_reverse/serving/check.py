@@ -17,7 +17,7 @@ from typing import Sequence
 
 import tensorflow as tf
 
-from grad_reverse.serving.constants import SERVING_TAG
+from grad_reverse.serving.constants import EXIT_ERROR, EXIT_FAILED, EXIT_OK, SERVING_TAG
 from grad_reverse.serving.saved_model_dir import PathLike, SavedModelError, read_saved_model
 
 # Registered by TensorFlow itself, but their kernels call back into the Python
@@ -177,17 +177,18 @@ def non_stock_op_types(path: PathLike, tags: Sequence[str] = (SERVING_TAG,)) -> 
 
 
 def check_serving(path: PathLike, tags: Sequence[str] = (SERVING_TAG,), out=None) -> int:
-    """Prints each signature's op types; returns 0 if all are stock, 1 if not, 2 on error."""
+    """Prints each signature's op types; returns EXIT_OK (0) if all are stock,
+    EXIT_FAILED (1) if not, EXIT_ERROR (2) on error."""
     out = out or sys.stdout
     try:
         per_signature = signature_op_types(path, tags)
         stock = stock_op_types()
     except SavedModelError as error:  # names the path itself
         print(f"check-serving: error: {error}", file=sys.stderr)
-        return 2
+        return EXIT_ERROR
     except (OSError, RuntimeError) as error:
         print(f"check-serving: error: {path}: {error}", file=sys.stderr)
-        return 2
+        return EXIT_ERROR
     print(f"SavedModel {path}, tag set {sorted(tags)}, against TensorFlow {tf.__version__}'s ops", file=out)
     offenders: dict[str, list[str]] = {}
     for key, ops in per_signature.items():
@@ -198,10 +199,10 @@ def check_serving(path: PathLike, tags: Sequence[str] = (SERVING_TAG,), out=None
             print(f"  not stock TensorFlow: {', '.join(custom)}", file=out)
     if not per_signature:
         print(f"check-serving: error: {path} has no signatures to serve", file=sys.stderr)
-        return 2
+        return EXIT_ERROR
     if not offenders:
         print("OK: every signature uses only stock TensorFlow ops; stock TF Serving can serve it.", file=out)
-        return 0
+        return EXIT_OK
     names = sorted({op for ops in offenders.values() for op in ops})
     signatures = ", ".join(f"'{key}'" for key in offenders)
     plural = len(offenders) > 1
@@ -217,6 +218,6 @@ def check_serving(path: PathLike, tags: Sequence[str] = (SERVING_TAG,), out=None
             "GradReverse replaced by Identity), or link the op into tensorflow_model_server",
             file=sys.stderr,
         )
-    return 1
+    return EXIT_FAILED
 
 
