@@ -54,6 +54,12 @@ def support_level(system: str, machine: str) -> str:
     return "untested"
 
 
+def _named(platforms: set[tuple[str, str]]) -> str:
+    """{("linux", "x86_64")} -> "Linux x86-64": the message's names for the tables above."""
+    return ", ".join(f"{OS_NAMES.get(system, system)} {machine.replace('_', '-')}"
+                     for system, machine in sorted(platforms))
+
+
 def untested_message(system: str, machine: str) -> Optional[str]:
     """Why the build stops on (system, machine), or None where it goes on
     (Linux on any CPU: the portable CPU path compiles everywhere GCC does)."""
@@ -61,7 +67,7 @@ def untested_message(system: str, machine: str) -> Optional[str]:
         return None
     name = OS_NAMES.get(system, system)
     return (
-        f"grad-reverse is built and tested on Linux x86-64 only (Linux aarch64: compiled, "
+        f"grad-reverse is built and tested on {_named(TESTED)} only ({_named(COMPILED_ONLY)}: compiled, "
         f"not tested); this is {name} ({system}, {machine}), where its build has never run: "
         f"the build has no {name} branch, so it would most likely stop in CMake or at link "
         f"time. Use Linux (or WSL 2 on Windows, a Linux container on macOS), or set "
