@@ -39,9 +39,11 @@ def build_dir(tmp_path) -> Path:
     return directory
 
 
-def run_check(*args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in ("OUT", "GPU_CHECK_T0")}
-    return subprocess.run([sys.executable, str(CHECK), *args], capture_output=True, text=True, env=env,
+def run_check(*args: str, command: tuple[str, ...] = (str(CHECK),), **env: str) -> subprocess.CompletedProcess:
+    """The check run as `python COMMAND ARGS`, without the variables a device
+    run sets, with `env` added."""
+    env = {**{k: v for k, v in os.environ.items() if k not in ("OUT", "GPU_CHECK_T0")}, **env}
+    return subprocess.run([sys.executable, *command, *args], capture_output=True, text=True, env=env,
                           timeout=600)
 
 
@@ -87,15 +89,11 @@ def __getattr__(name):
 '''
 
 
-def test_a_wrong_kernel_fails_the_check(tmp_path):
+def test_a_wrong_kernel_fails_the_check(build_dir, tmp_path):
     # The check's own negative control: a kernel one bit off fails it, exit 1.
-    real = tmp_path / "real"
-    real.mkdir()
-    module = kernels_module_path()
-    shutil.copy(module, real / module.name)
     broken = tmp_path / "broken"
     broken.mkdir()
-    (broken / "_kernels.py").write_text(BROKEN_KERNELS.format(real=str(real / module.name)))
+    (broken / "_kernels.py").write_text(BROKEN_KERNELS.format(real=str(build_dir / kernels_module_path().name)))
     result = run_check("--build-dir", str(broken), *QUICK)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "FAILED" in result.stdout
@@ -115,10 +113,8 @@ def test_bad_options_name_what_is_accepted(build_dir):
 
 
 def test_the_package_runs_with_python_dash_m_too(build_dir):
-    env = {**os.environ, "PYTHONPATH": str(CHECK.parent)}
-    env.pop("OUT", None)
-    result = subprocess.run([sys.executable, "-m", "gpu_check", "--build-dir", str(build_dir), *QUICK],
-                            capture_output=True, text=True, env=env, timeout=600)
+    result = run_check("--build-dir", str(build_dir), *QUICK, command=("-m", "gpu_check"),
+                       PYTHONPATH=str(CHECK.parent))
     assert result.returncode == 0, result.stdout + result.stderr
 
 

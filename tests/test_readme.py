@@ -21,6 +21,7 @@ they cannot run.
 """
 
 import ast
+import functools
 import importlib.util
 import re
 import subprocess
@@ -90,6 +91,7 @@ def setup_files(code: str) -> None:
         tf.saved_model.save(ModuleWithTheOp(), "path/to/saved_model")
 
 
+@functools.cache  # one module object for every block that uses it
 def mutant_class() -> type:
     """scripts/mutation/mutants.py's Mutant, which docs/testing.md shows an entry of."""
     spec = importlib.util.spec_from_file_location("mutation_mutants", ROOT / "scripts" / "mutation" / "mutants.py")
