@@ -188,16 +188,13 @@ class DANN(keras.Model):
         if not callable(domain_loss):
             raise TypeError(f"DANN.compile: domain_loss must be a Keras loss or a function, got {domain_loss!r}")
         self._domain_loss = domain_loss
-        self._dann_compile_arguments = {
-            "domain_loss": domain_loss,
-            "domain_loss_weight": self._domain_loss_weight,
-            "domain_from_logits": self._domain_from_logits,
-        }
 
     def get_compile_config(self) -> Optional[dict]:
         config = super().get_compile_config()
-        if config is not None and hasattr(self, "_dann_compile_arguments"):
-            config = dict(config, **{k: keras_compat.serialize(v) for k, v in self._dann_compile_arguments.items()})
+        if config is not None and getattr(self, "_domain_loss", None) is not None:  # compiled
+            arguments = {"domain_loss": self._domain_loss, "domain_loss_weight": self._domain_loss_weight,
+                         "domain_from_logits": self._domain_from_logits}
+            config = dict(config, **{k: keras_compat.serialize(v) for k, v in arguments.items()})
         return config
 
     def compile_from_config(self, config: dict) -> None:
