@@ -3,7 +3,6 @@ plot, export the DANN for serving and check the export, write results.json."""
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import os
@@ -135,9 +134,7 @@ def run(
     # path, so the export holds the feature extractor and label head only.
     export = os.path.join(out_dir, EXPORT_NAME)
     say(f"\nExporting the DANN model of seed {seeds[0]} for serving (its label path: no GradReverse op)")
-    # Keras 2's model.export prints its endpoints itself: not when quiet.
-    with contextlib.redirect_stdout(io.StringIO()) if quiet else contextlib.nullcontext():
-        export_serving(dann, export, check=False)
+    export_serving(dann, export, check=False)
     say("\nServing check of the export:")
     # Quiet: the check's report is kept, and shown (on stderr) only if it fails.
     report = io.StringIO() if quiet else None

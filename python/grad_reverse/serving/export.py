@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import shutil
 import tempfile
@@ -72,7 +73,9 @@ def export_serving(
                 options["input_signature"] = input_signature
             model.export(str(exported), **options)
         elif input_signature is None:
-            model.export(str(exported))
+            # Keras 2's export has no `verbose` and prints its endpoints itself.
+            with contextlib.nullcontext() if verbose else contextlib.redirect_stdout(io.StringIO()):
+                model.export(str(exported))
         else:
             raise ValueError("export_serving: input_signature needs Keras 3 (model.export takes none in Keras 2)")
         report = io.StringIO()
