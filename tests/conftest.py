@@ -80,3 +80,12 @@ def unknown_length_dataset(batches: int = 3, batch: int = 4) -> tf.data.Dataset:
 
     spec = (tf.TensorSpec([batch, 1], tf.float32), tf.TensorSpec([batch, 1], tf.float32))
     return tf.data.Dataset.from_generator(generate, output_signature=spec)
+
+
+@pytest.fixture(scope="session")
+def small_export(tmp_path_factory):
+    """A Keras DANN export holding the op: the SRC of the make-servable tests,
+    which only read it (exported once per session)."""
+    from test_serving import keras_dann, keras_export
+
+    return keras_export(keras_dann(), tmp_path_factory.mktemp("small") / "export")

@@ -96,6 +96,20 @@ def keras_export(model: keras.Model, path: Path) -> Path:
     return path
 
 
+def run_make_servable(capsys, *args) -> tuple[int, str, str]:
+    """`python -m grad_reverse make-servable ARGS` in this process: (exit status, stdout, stderr)."""
+    from grad_reverse.serving import cli
+
+    code = cli.main(["make-servable", *map(str, args)])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def hidden(parent: Path) -> list:
+    """The names of `parent`'s hidden entries (make-servable's staging and old folders)."""
+    return sorted(p.name for p in parent.iterdir() if p.name.startswith("."))
+
+
 def keras_export_with_op(model: keras.Model, path: Path) -> Path:
     """The Keras model as a SavedModel whose `call_training` endpoint keeps the op."""
     archive = keras.export.ExportArchive()

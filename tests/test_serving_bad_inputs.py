@@ -15,24 +15,11 @@ from pathlib import Path
 import pytest
 
 from grad_reverse import serving
-from grad_reverse.serving import cli, servable
-from test_serving import keras_dann, keras_export
+from grad_reverse.serving import servable
+from test_serving import run_make_servable
 from test_serving_make_servable import tree_hash
 
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-
-
-@pytest.fixture(scope="module")
-def small_export(tmp_path_factory):
-    path = tmp_path_factory.mktemp("small") / "export"
-    keras_export(keras_dann(), path)
-    return path
-
-
-def run_cli(capsys, *args):
-    code = cli.main(["make-servable", *map(str, args)])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def copy_tree(src: Path, dst: Path) -> Path:
@@ -82,7 +69,7 @@ def bad_source(kind: str, tmp_path: Path, small_export: Path) -> tuple:
 def test_bad_source_gets_one_error_line_exit_2_and_no_dst(capsys, tmp_path, small_export, kind):
     src, reason = bad_source(kind, tmp_path, small_export)
     dst = tmp_path / "dst"
-    code, _, err = run_cli(capsys, src, dst)
+    code, _, err = run_make_servable(capsys, src, dst)
     assert code == 2
     assert_one_error(err, src, reason)
     assert not dst.exists() and [p.name for p in tmp_path.iterdir()] == ["src"]
@@ -92,11 +79,11 @@ def test_existing_dst_is_refused_without_overwrite_and_replaced_with_it(capsys, 
     dst = tmp_path / "dst"
     dst.mkdir()
     (dst / "old_file").write_text("old")
-    code, _, err = run_cli(capsys, small_export, dst)
+    code, _, err = run_make_servable(capsys, small_export, dst)
     assert code == 2
     assert_one_error(err, dst, "already exists; pass --overwrite")
     assert [p.name for p in dst.iterdir()] == ["old_file"]
-    code, out, _ = run_cli(capsys, small_export, dst, "--overwrite", "--no-verify")
+    code, out, _ = run_make_servable(capsys, small_export, dst, "--overwrite", "--no-verify")
     assert code == 0 and "verify: skipped" in out
     assert not (dst / "old_file").exists() and (dst / "saved_model.pb").is_file()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dst"]  # no staging folders left
@@ -105,9 +92,9 @@ def test_existing_dst_is_refused_without_overwrite_and_replaced_with_it(capsys, 
 def test_dst_inside_src_is_refused(capsys, tmp_path, small_export):
     src = copy_tree(small_export, tmp_path / "src")
     before = tree_hash(src)
-    code, _, err = run_cli(capsys, src, src / "servable")
+    code, _, err = run_make_servable(capsys, src, src / "servable")
     assert code == 2 and "must be outside SRC" in err
-    code, _, err = run_cli(capsys, src, src, "--overwrite")
+    code, _, err = run_make_servable(capsys, src, src, "--overwrite")
     assert code == 2 and "must be outside SRC" in err
     assert tree_hash(src) == before
 

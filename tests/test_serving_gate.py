@@ -19,8 +19,8 @@ import tensorflow as tf
 
 import grad_reverse
 from grad_reverse import serving
-from grad_reverse.serving import cli, constants, servable, verify
-from test_serving import keras_dann, keras_export
+from grad_reverse.serving import constants, servable, verify
+from test_serving import keras_dann, keras_export, run_make_servable
 
 LAMBDA = 0.3
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
@@ -98,12 +98,6 @@ def models(tmp_path_factory):
     }
 
 
-def run_cli(capsys, *args):
-    code = cli.main(["make-servable", *map(str, args)])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
 def assert_nothing_written(tmp_path: Path) -> None:
     """No DST and no hidden staging folder beside it."""
     assert list(tmp_path.iterdir()) == []
@@ -125,7 +119,7 @@ def test_signature_that_differs_stops_with_not_servable_error(models, tmp_path):
 
 
 def test_signature_that_differs_exits_1_with_no_dst(capsys, models, tmp_path):
-    code, out, err = run_cli(capsys, models["noisy"], tmp_path / "dst")
+    code, out, err = run_make_servable(capsys, models["noisy"], tmp_path / "dst")
     assert code == constants.EXIT_FAILED == 1
     assert err.startswith("make-servable: FAIL: signatures ['serve'] 'noisy' do not give the same outputs")
     assert "OK" not in out
@@ -133,7 +127,7 @@ def test_signature_that_differs_exits_1_with_no_dst(capsys, models, tmp_path):
 
 
 def test_allow_unverified_does_not_let_a_difference_through(capsys, models, tmp_path):
-    code, _, err = run_cli(capsys, models["noisy"], tmp_path / "dst", "--allow-unverified")
+    code, _, err = run_make_servable(capsys, models["noisy"], tmp_path / "dst", "--allow-unverified")
     assert code == 1 and "do not give the same outputs" in err
     assert_nothing_written(tmp_path)
 
@@ -167,12 +161,12 @@ def test_string_input_signature_is_not_run_and_stops_the_run(models, tmp_path):
 
 def test_string_input_signature_exits_3_and_allow_unverified_writes_dst(capsys, models, tmp_path):
     dst = tmp_path / "dst"
-    code, out, err = run_cli(capsys, models["text"], dst)
+    code, out, err = run_make_servable(capsys, models["text"], dst)
     assert code == constants.EXIT_UNVERIFIED == 3
     assert err.startswith("make-servable: UNVERIFIED: not proven equal to SRC: ['serve'] 'text_length'")
     assert_nothing_written(tmp_path)
 
-    code, out, err = run_cli(capsys, models["text"], dst, "--allow-unverified")
+    code, out, err = run_make_servable(capsys, models["text"], dst, "--allow-unverified")
     assert code == 0 and err == ""
     last = out.strip().splitlines()[-1]
     assert last.startswith(f"OK, NOT FULLY VERIFIED: {dst} holds only stock TensorFlow ops; 1 signature(s)")
@@ -200,7 +194,7 @@ def test_model_without_a_serving_meta_graph_is_unverified(capsys, tmp_path):
             signatures = {"train": tf.compat.v1.saved_model.predict_signature_def({"x": x}, {"y": y})}
             builder.add_meta_graph_and_variables(session, ["train"], signature_def_map=signatures)
     builder.save()
-    code, out, err = run_cli(capsys, src, tmp_path / "dst")
+    code, out, err = run_make_servable(capsys, src, tmp_path / "dst")
     assert code == 3 and "no MetaGraph holds the tag 'serve'" in err
     assert "verify: MetaGraph ['train'] not run" in out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["src"]
@@ -208,7 +202,7 @@ def test_model_without_a_serving_meta_graph_is_unverified(capsys, tmp_path):
 
 def test_no_verify_says_so_in_the_last_line(capsys, models, tmp_path):
     dst = tmp_path / "dst"
-    code, out, _ = run_cli(capsys, models["text"], dst, "--no-verify")
+    code, out, _ = run_make_servable(capsys, models["text"], dst, "--no-verify")
     assert code == 0
     assert out.strip().splitlines()[-1] == (
         f"OK, NOT VERIFIED: {dst} holds only stock TensorFlow ops; outputs not compared (--no-verify)."
@@ -235,7 +229,7 @@ def test_every_meta_graph_holding_serve_is_verified(models, tmp_path):
 
 
 def test_a_second_serving_meta_graph_that_differs_stops_the_run(capsys, models, tmp_path):
-    code, out, err = run_cli(capsys, models["two_meta_graphs_noisy"], tmp_path / "dst")
+    code, out, err = run_make_servable(capsys, models["two_meta_graphs_noisy"], tmp_path / "dst")
     assert code == 1
     assert "signatures ['gpu', 'serve'] 'serving_default' do not give the same outputs" in err
     assert "verify: ['serve'] signature 'serving_default': equal" in out
@@ -247,6 +241,6 @@ def test_failed_check_exits_1_and_writes_no_dst(capsys, monkeypatch, tmp_path):
     # library's op, say): here, stock ops are pretended to exclude Mul.
     src = save_module(Noisy(), tmp_path / "src", ["serve"])
     monkeypatch.setattr(servable, "stock_op_types", lambda: serving.stock_op_types() - {"Mul"})
-    code, _, err = run_cli(capsys, src, tmp_path / "dst", "--no-verify")
+    code, _, err = run_make_servable(capsys, src, tmp_path / "dst", "--no-verify")
     assert code == 1 and "make-servable: FAIL:" in err and "Mul" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["src"]

@@ -13,13 +13,7 @@ from pathlib import Path
 import pytest
 
 from grad_reverse import serving
-from grad_reverse.serving import servable
-from test_serving import keras_dann, keras_export
-
-
-@pytest.fixture(scope="module")
-def small_export(tmp_path_factory):
-    return keras_export(keras_dann(), tmp_path_factory.mktemp("swap") / "export")
+from test_serving import hidden
 
 
 @pytest.fixture
@@ -42,10 +36,6 @@ def failing_renames(monkeypatch, failures: dict):
 
     monkeypatch.setattr(os, "replace", replace)
     return calls
-
-
-def hidden(parent: Path) -> list:
-    return sorted(p.name for p in parent.iterdir() if p.name.startswith("."))
 
 
 def test_interrupt_between_the_renames_puts_the_previous_dst_back(monkeypatch, previous_dst, small_export):

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from grad_reverse import serving
-from grad_reverse.serving import cli, staging
-from test_serving import keras_dann, keras_export
+from grad_reverse.serving import staging
+from test_serving import hidden, run_make_servable
 
 # A make-servable run that stops, printing "staged", once its copy of SRC is written.
 STOPPED_RUN = """
@@ -39,11 +39,6 @@ servable.make_servable(sys.argv[1], sys.argv[2], out=sys.stderr)
 """
 
 
-@pytest.fixture(scope="module")
-def small_export(tmp_path_factory):
-    return keras_export(keras_dann(), tmp_path_factory.mktemp("stale") / "export")
-
-
 def start_stopped_run(src: Path, dst: Path) -> subprocess.Popen:
     child = subprocess.Popen(
         [sys.executable, "-c", STOPPED_RUN, str(src), str(dst)],
@@ -53,15 +48,6 @@ def start_stopped_run(src: Path, dst: Path) -> subprocess.Popen:
     line = child.stdout.readline()  # blocks until the copy exists (or the child dies)
     assert line.strip() == "staged", f"the child run did not get to its copy (exit {child.poll()})"
     return child
-
-
-def hidden(parent: Path) -> list:
-    return sorted(p.name for p in parent.iterdir() if p.name.startswith("."))
-
-
-def run_cli(capsys, *args):
-    code = cli.main(["make-servable", *map(str, args)])
-    return code, capsys.readouterr().out
 
 
 def test_stale_copy_of_a_killed_run_is_removed_and_a_live_runs_is_kept(capsys, tmp_path, small_export):
@@ -79,7 +65,7 @@ def test_stale_copy_of_a_killed_run_is_removed_and_a_live_runs_is_kept(capsys, t
             killed.kill()
         assert hidden(tmp_path) == sorted([live_copy, stale])  # SIGKILL: the copy stays behind
 
-        code, out = run_cli(capsys, small_export, dst, "--no-verify")
+        code, out, _ = run_make_servable(capsys, small_export, dst, "--no-verify")
         assert code == 0 and (dst / "saved_model.pb").is_file()
         assert f"removed stale {stale} (" in out
         assert live_copy not in out
@@ -91,7 +77,7 @@ def test_stale_copy_of_a_killed_run_is_removed_and_a_live_runs_is_kept(capsys, t
         live.kill()
     assert hidden(tmp_path) == [live_copy]  # SIGTERM: no cleanup either
 
-    code, out = run_cli(capsys, small_export, dst, "--no-verify", "--overwrite")
+    code, out, _ = run_make_servable(capsys, small_export, dst, "--no-verify", "--overwrite")
     assert code == 0 and f"removed stale {live_copy} (" in out
     assert hidden(tmp_path) == [] and sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
@@ -117,14 +103,14 @@ def test_only_this_dsts_hidden_folders_are_removed(capsys, tmp_path, small_expor
     made_by_make_servable(tmp_path / ".out.old-abcd1234")  # the previous DST: kept while DST is missing
     (tmp_path / ".out.make-servable-file0000").write_text("a file, not a folder")
     made_by_make_servable(tmp_path / ".out.make-servable-old_0000")  # a tempfile-style name: stale
-    code, out = run_cli(capsys, small_export, dst, "--no-verify")
+    code, out, _ = run_make_servable(capsys, small_export, dst, "--no-verify")
     assert code == 0
     assert "removed stale .out.make-servable-old_0000 (" in out and out.count("removed stale") == 1
     assert hidden(tmp_path) == sorted([*others, ".out.old-abcd1234", ".out.make-servable-file0000"])
     assert not (dst / staging.OWNER_MARKER).exists()  # the marker stays out of DST
 
     # With DST in place, the old copy of a killed --overwrite run is stale too.
-    code, out = run_cli(capsys, small_export, dst, "--no-verify", "--overwrite")
+    code, out, _ = run_make_servable(capsys, small_export, dst, "--no-verify", "--overwrite")
     assert code == 0 and "removed stale .out.old-abcd1234 (" in out and out.count("removed stale") == 1
     assert not (dst / staging.OWNER_MARKER).exists()
 
@@ -138,7 +124,7 @@ def test_folders_without_the_marker_or_from_another_host_are_kept(capsys, tmp_pa
         (folder / "saved_model.pb").write_bytes(b"the user's")
     remote = made_by_make_servable(tmp_path / ".model.make-servable-0123abcd", host="another-host.invalid")
     killed = made_by_make_servable(tmp_path / ".model.old-4567cdef")
-    code, out = run_cli(capsys, small_export, dst, "--no-verify", "--overwrite")
+    code, out, _ = run_make_servable(capsys, small_export, dst, "--no-verify", "--overwrite")
     assert code == 0
     assert f"removed stale {killed.name} (" in out and out.count("removed stale") == 1
     assert f"kept {remote.name}: made by a make-servable run on host another-host.invalid (pid 12345)" in out
@@ -157,7 +143,7 @@ def test_a_stale_folder_that_cannot_be_removed_is_reported_and_the_run_goes_on(c
         real_rmtree(path, *args, **kwargs)
 
     monkeypatch.setattr(shutil, "rmtree", rmtree)
-    code, out = run_cli(capsys, small_export, tmp_path / "out", "--no-verify")
+    code, out, _ = run_make_servable(capsys, small_export, tmp_path / "out", "--no-verify")
     assert code == 0 and (tmp_path / "out" / "saved_model.pb").is_file()
     assert f"could not remove stale {stuck.name}: Permission denied" in out
     assert f"removed stale {gone.name} (" in out
@@ -174,7 +160,7 @@ def test_without_working_locks_nothing_is_removed(capsys, monkeypatch, tmp_path,
 
     monkeypatch.setattr(staging, "fcntl", NoFlock)
     made_by_make_servable(tmp_path / ".out.make-servable-abcd1234")
-    code, out = run_cli(capsys, small_export, tmp_path / "out", "--no-verify")
+    code, out, _ = run_make_servable(capsys, small_export, tmp_path / "out", "--no-verify")
     assert code == 0 and "removed stale" not in out
     assert hidden(tmp_path) == [".out.make-servable-abcd1234"]
 
