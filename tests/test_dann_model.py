@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 from dann_models import RecordW, compile_reversal, dann, domains, ones, parts, reversal_dann
-from grad_reverse._keras import KERAS_3, keras
+from grad_reverse._keras import keras
 from grad_reverse.dann import DANN, DANNLearningRateSchedule, keras_compat
 from grad_reverse.schedule import dann_lambda
 

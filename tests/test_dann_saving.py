@@ -3,14 +3,13 @@ and Keras 2 on TensorFlow 2.15 / tf-keras: its save path for this class),
 and `export_serving`: a servable label predictor without GradReverse."""
 
 import io
-import os
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from dann_models import dann, domains
-from grad_reverse._keras import KERAS_3, keras
+from grad_reverse._keras import keras
 from grad_reverse.dann import DANN, DANNLearningRateSchedule
 from grad_reverse.serving import check_serving, export_serving
 from test_demo import graph_op_types
