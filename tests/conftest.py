@@ -89,3 +89,11 @@ def small_export(tmp_path_factory):
     from test_serving import keras_dann, keras_export
 
     return keras_export(keras_dann(), tmp_path_factory.mktemp("small") / "export")
+
+
+def ramp(steps, total: int, **kwargs) -> list:
+    """The DANN schedule's lambda at each of `steps` out of `total` (progress
+    step / (total - 1)); `kwargs`: dann_lambda's gamma and lambda_max."""
+    from grad_reverse.schedule import dann_lambda
+
+    return [dann_lambda(step / (total - 1), **kwargs) for step in steps]

@@ -58,10 +58,12 @@ def ones(n: int) -> tuple:
 
 
 class RecordW(keras.callbacks.Callback):
-    """`w` before training and after every (executed) batch."""
+    """`w` before training and after every (executed) batch; `layer(model)`
+    finds the layer named "w" (by default in a DANN's feature extractor)."""
 
-    def __init__(self) -> None:
+    def __init__(self, layer=lambda model: model.feature_extractor.get_layer("w")) -> None:
         super().__init__()
+        self.layer = layer
         self.w: list = []
 
     def on_train_begin(self, logs=None):
@@ -71,4 +73,4 @@ class RecordW(keras.callbacks.Callback):
         self.w.append(self._w())
 
     def _w(self) -> float:
-        return float(self.model.feature_extractor.get_layer("w").kernel.numpy()[0, 0])
+        return float(self.layer(self.model).kernel.numpy()[0, 0])

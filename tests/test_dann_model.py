@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from conftest import ramp
 from dann_models import RecordW, compile_reversal, dann, domains, ones, parts, reversal_dann
 from grad_reverse._keras import keras
 from grad_reverse.dann import DANN, DANNLearningRateSchedule, keras_compat
@@ -96,10 +97,6 @@ def test_the_domain_gradient_reaches_the_features_reversed_and_scaled_by_lambda(
 
 
 # --- lambda at each step -----------------------------------------------------------
-
-
-def ramp(steps, total, gamma=10.0, lambda_max=1.0):
-    return [dann_lambda(s / (total - 1), gamma, lambda_max) for s in steps]
 
 
 def test_lambda_follows_the_paper_ramp_per_step_across_two_fits_and_resumes_at_initial_epoch():

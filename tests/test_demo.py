@@ -20,6 +20,7 @@ from grad_reverse.demo import DEFAULT_OUT, DEFAULT_STEPS, cli, data, experiment,
 from grad_reverse.schedule import DANNLambdaSchedule, dann_lambda
 
 from conftest import unknown_length_dataset
+from dann_models import RecordW
 
 # Four seeds of the full demo (3000 steps each): over seeds 0-19 DANN's target
 # accuracy was 0.87-1.00 (mean 0.93), source-only's 0.69-0.80 (mean 0.74), and
@@ -111,19 +112,9 @@ def reversal_model(lambda_):
     return model, counter
 
 
-class RecordW(keras.callbacks.Callback):
-    def __init__(self):
-        super().__init__()
-        self.w = []
-
-    def on_train_begin(self, logs=None):
-        self.w = [self._w()]
-
-    def on_train_batch_end(self, batch, logs=None):
-        self.w.append(self._w())
-
-    def _w(self):
-        return float(self.model.get_layer("w").kernel.numpy()[0, 0])
+def record_w() -> RecordW:
+    """`w` of a plain Keras model (its layer "w") before training and after each batch."""
+    return RecordW(lambda model: model.get_layer("w"))
 
 
 def ones_dataset():
@@ -138,7 +129,7 @@ def ones_dataset():
 def test_schedule_assigns_lambda_before_each_batch_and_fit_uses_it_without_retracing(make_variable):
     lambda_ = make_variable()
     model, counter = reversal_model(lambda_)
-    record = RecordW()
+    record = record_w()
     traces = RecordTraces(counter)
     history = model.fit(ones_dataset(), epochs=2, steps_per_epoch=3, shuffle=False, verbose=0,
                         callbacks=[DANNLambdaSchedule(lambda_, lambda_max=2.0), record, traces])
@@ -179,7 +170,7 @@ def test_schedule_with_an_unknown_number_of_steps_needs_total_steps():
     model, _ = reversal_model(lambda_)
     with pytest.raises(ValueError, match="total_steps"):
         model.fit(unknown_length_dataset(3), shuffle=False, verbose=0, callbacks=[DANNLambdaSchedule(lambda_)])
-    record = RecordW()
+    record = record_w()
     model.fit(unknown_length_dataset(3), shuffle=False, verbose=0,
               callbacks=[DANNLambdaSchedule(lambda_, total_steps=3), record])
     np.testing.assert_allclose(np.diff(record.w), [dann_lambda(s / 2) for s in range(3)], rtol=1e-5, atol=1e-6)

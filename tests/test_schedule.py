@@ -13,7 +13,7 @@ import grad_reverse
 from grad_reverse._keras import keras
 from grad_reverse.schedule import DANNLambdaSchedule, dann_lambda
 
-from conftest import unknown_length_dataset
+from conftest import ramp, unknown_length_dataset
 
 
 def reversal_model(lambda_):
@@ -49,10 +49,6 @@ class RecordLambdas(keras.callbacks.Callback):
 
     def _w(self):
         return float(self.model.get_layer("w").get_weights()[0][0, 0])
-
-
-def ramp(steps, total, **kwargs):
-    return [dann_lambda(step / (total - 1), **kwargs) for step in steps]
 
 
 def fit(model, schedule, record, **kwargs):
