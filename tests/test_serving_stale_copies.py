@@ -175,7 +175,8 @@ def test_lock_probe_tries_the_exclusive_lock_the_run_takes(monkeypatch, tmp_path
                 raise OSError(37, "No locks available")
 
     monkeypatch.setattr(staging, "fcntl", SharedOnly)
-    assert not staging._locks_work(tmp_path)
+    with staging._parent_locked(tmp_path) as locked:
+        assert not locked
 
 
 def test_a_run_removes_its_own_copy_when_it_fails(tmp_path, small_export, monkeypatch):

@@ -233,7 +233,8 @@ def _move_into_place(staging: Path, dst: Path) -> None:
     # A directory cannot be replaced in one rename: move the old one aside first.
     # The OLD folder is removed only once DST exists again (claimed_sibling), so
     # an interrupt or a failed restore leaves the previous DST in it.
-    with staging_folder.claimed_sibling(dst, staging_folder.OLD) as old:
+    # This run's STAGING claim removed the stale siblings (and said so): not again.
+    with staging_folder.claimed_sibling(dst, staging_folder.OLD, remove_stale=False) as old:
         previous = old / dst.name
         os.replace(dst, previous)
         try:

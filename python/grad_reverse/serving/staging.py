@@ -70,26 +70,24 @@ def _try_lock(fd: int) -> bool:
     return True
 
 
-def _locks_work(parent: Path) -> bool:
-    """Whether `flock` works in `parent` (some network file systems refuse it)."""
-    fd = os.open(parent, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # the kind _parent_locked takes
-    except BlockingIOError:  # another run holds the parent: locks work
-        return True
-    except OSError:
-        return False
-    finally:
-        os.close(fd)  # closing drops the lock
-    return True
-
-
 @contextlib.contextmanager
-def _parent_locked(parent: Path) -> Iterator[None]:
+def _parent_locked(parent: Path) -> Iterator[bool]:
+    """Holds the exclusive lock on `parent` that every run takes (for
+    milliseconds: a scan and a mkdir) and yields True; yields False, holding
+    nothing, where flock is missing or refused there (some network file
+    systems)."""
+    if fcntl is None:
+        yield False
+        return
     fd = os.open(parent, os.O_RDONLY)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # held for milliseconds: a scan and a mkdir
-        yield
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:
+            locked = False
+        else:
+            locked = True
+        yield locked
     finally:
         os.close(fd)  # closing drops the lock
 
@@ -158,29 +156,31 @@ def _remove_stale(dst: Path) -> list[str]:
 
 
 @contextlib.contextmanager
-def claimed_sibling(dst: Path, kind: str, notes: Optional[list] = None) -> Iterator[Path]:
+def claimed_sibling(dst: Path, kind: str, notes: Optional[list] = None,
+                    remove_stale: bool = True) -> Iterator[Path]:
     """A new hidden sibling of `dst`, marked, locked while the context lasts and removed after it.
 
-    Before making it, removes the stale siblings of `dst` (see the module
-    text) and appends one line per stale folder removed, kept or not
-    removable to `notes`. If the folder was renamed away inside the context
+    Before making it, with `remove_stale`, removes the stale siblings of
+    `dst` (see the module text) and appends one line per stale folder
+    removed, kept or not removable to `notes`. If the folder was renamed away inside the context
     (into DST), nothing is removed at the end; an OLD folder is kept while
     DST is missing (it may hold the only copy of the previous DST).
     """
     parent = dst.parent
     fd = None
-    if fcntl is None or not _locks_work(parent):
-        path = _make_folder(parent, dst.name, kind)
-        _write_marker(path)
-    else:
-        with _parent_locked(parent):
-            stale = _remove_stale(dst)
+    with _parent_locked(parent) as locked:
+        if locked:
+            stale = _remove_stale(dst) if remove_stale else []
             path = _make_folder(parent, dst.name, kind)
             fd = os.open(path, os.O_RDONLY)
             fcntl.flock(fd, fcntl.LOCK_EX)  # new and unseen by others: never waits
             _write_marker(path)  # under the parent lock: no run sees it unmarked
-        if notes is not None:
-            notes.extend(stale)
+        else:  # no locks: no run can tell a stale folder from a live one, so none is removed
+            stale = []
+            path = _make_folder(parent, dst.name, kind)
+            _write_marker(path)
+    if notes is not None:
+        notes.extend(stale)
     try:
         yield path
     finally:
