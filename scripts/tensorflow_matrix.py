@@ -13,6 +13,14 @@ build, result, skip reasons) and a log per row.
   python scripts/tensorflow_matrix.py                  # every supported row
   python scripts/tensorflow_matrix.py 2.18 2.21@3.13   # chosen rows only
   python scripts/tensorflow_matrix.py --python 3.12 2.20
+  python scripts/tensorflow_matrix.py --wheel dist/grad_reverse-*.whl
+  python scripts/tensorflow_matrix.py --wheel WHEEL --tests tests/test_op.py tests/test_xla.py
+
+With --wheel, each row installs that one wheel (`pip install "WHEEL[test]"`,
+no build: the portable wheel of build_pip_pkg.sh holds a library for every
+supported release) instead of building the source tree, and both the install
+and the tests run with a PATH that holds no C++ compiler, CMake or nvcc
+(build_tools/no_compiler_path.py), as on a user's machine without them.
 
 A row is RELEASE[@PYTHON]; without @PYTHON it uses --python (default 3.11).
 A Python is a version (found as pythonX.Y on PATH or under pyenv) or a path.
@@ -38,6 +46,9 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "build_tools"))
+from find_python import find_python  # noqa: E402
+from no_compiler_path import no_compiler_path  # noqa: E402
 RELEASES = ("2.15", "2.16", "2.17", "2.18", "2.19", "2.20", "2.21")
 EXTRA_PYTHON_ROWS = ("2.21@3.10", "2.21@3.12", "2.21@3.13")
 DEFAULT_PYTHON = "3.11"
@@ -71,19 +82,6 @@ def parse_row(text: str, default_python: str) -> Row:
     if not re.fullmatch(r"2\.\d+", release):
         raise argparse.ArgumentTypeError(f"a row is RELEASE[@PYTHON] such as 2.18 or 2.21@3.13, got {text!r}")
     return Row(release=release, python=python or default_python)
-
-
-def find_python(spec: str) -> Optional[str]:
-    """An interpreter for a version such as "3.12" (PATH, then pyenv), or a path."""
-    if os.sep in spec:
-        return spec if os.access(spec, os.X_OK) else None
-    candidates = [shutil.which(f"python{spec}")]
-    pyenv_root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
-    candidates += sorted(map(str, pyenv_root.glob(f"versions/{spec}.*/bin/python{spec}")), reverse=True)
-    for candidate in candidates:
-        if candidate and subprocess.run([candidate, "-c", "import venv"], capture_output=True).returncode == 0:
-            return candidate
-    return None
 
 
 def copy_source(destination: Path) -> str:
@@ -147,7 +145,8 @@ def read_junit(path: Path, row: Row) -> None:
             row.passed += 1
 
 
-def run_row(row: Row, out: Path, source: Path, keep: bool) -> Row:
+def run_row(row: Row, out: Path, source: Path, keep: bool, wheel: Optional[Path] = None,
+            tests: Sequence[str] = ("tests",)) -> Row:
     interpreter = find_python(row.python)
     if interpreter is None:
         row.result, row.note = "no interpreter", f"no Python {row.python} on this machine"
@@ -155,7 +154,10 @@ def run_row(row: Row, out: Path, source: Path, keep: bool) -> Row:
     work = Path(tempfile.mkdtemp(prefix=f"matrix-{row.release}-py{row.python}-"))
     log = out / f"tf{row.release}-py{row.python}.log"
     log.write_text("")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHONPATH", "GRAD_REVERSE_"))}
+    # The build's settings stay out of a row; what the tests should expect
+    # of the build (GRAD_REVERSE_EXPECT_*) goes in.
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("VIRTUAL_ENV", "PYTHONPATH", "GRAD_REVERSE_")) or k.startswith("GRAD_REVERSE_EXPECT_")}
     env["TF_CPP_MIN_LOG_LEVEL"] = "2"
     run = Runner(log, source, env)
     try:
@@ -173,22 +175,31 @@ def run_row(row: Row, out: Path, source: Path, keep: bool) -> Row:
             return row
         row.tensorflow = subprocess.run([python, "-c", "import importlib.metadata as m; print(m.version('tensorflow-cpu'))"],
                                         capture_output=True, text=True).stdout.strip()
-        code, output, row.build_seconds = run(python, "-m", "pip", "install", f"{source}[test]")
+        if wheel is not None:
+            # The wheel alone first (its install time is the row's "build"
+            # time), then the test extra's packages.
+            run.env = dict(env, PATH=no_compiler_path(work / "bin", venv / "bin"))
+            code, output, row.build_seconds = run(python, "-m", "pip", "install", "--no-deps", str(wheel))
+            if code == 0:
+                code, output, _ = run(python, "-m", "pip", "install", f"{wheel}[test]")
+            failure = f"pip install {wheel.name} failed: see the log"
+        else:
+            code, output, row.build_seconds = run(python, "-m", "pip", "install", f"{source}[test]")
+            failure = "pip install .[test] failed: see the log"
         if code != 0:
-            row.result, row.note = "build failed", "pip install .[test] failed: see the log"
+            row.result, row.note = "build failed", failure
             return row
         record = subprocess.run(
-            [python, "-c", "import importlib.util, json, pathlib; "
-             "p = pathlib.Path(importlib.util.find_spec('grad_reverse').origin).parent; "
-             "print((p / '_build_info.json').read_text())"], capture_output=True, text=True, cwd=work)
+            [python, "-c", "import json, grad_reverse; print(json.dumps(grad_reverse.BUILD_INFO))"],
+            capture_output=True, text=True, cwd=work, env=run.env)
         if record.returncode == 0:
-            info = json.loads(record.stdout)
+            info = json.loads(record.stdout.strip().splitlines()[-1])
             row.xla_kernels, row.cuda_kernels = bool(info.get("xla")), bool(info.get("cuda"))
             if not row.xla_kernels:
                 row.note = f"no XLA kernels: {info.get('xla_note') or 'not built'}"
         junit = work / "junit.xml"
         code, output, row.test_seconds = run(python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not slow",
-                                             "-rs", f"--junitxml={junit}", str(source / "tests"))
+                                             "-rs", f"--junitxml={junit}", *(str(source / t) for t in tests))
         if junit.is_file():
             read_junit(junit, row)
         row.result = "passed" if code == 0 and row.failed == 0 else "failed"
@@ -201,12 +212,12 @@ def run_row(row: Row, out: Path, source: Path, keep: bool) -> Row:
 
 
 def markdown(rows: Sequence[Row]) -> str:
-    lines = ["| TensorFlow | Python | result | build s | passed | failed | skipped | XLA kernels | note |",
+    lines = ["| TensorFlow | Python | result | build (wheel: install) s | passed | failed | skipped | XLA kernels | note |",
              "|---|---|---|---:|---:|---:|---:|---|---|"]
     for row in rows:
         xla = {True: "yes", False: "no", None: ""}[row.xla_kernels]
         lines.append(f"| {row.tensorflow or row.release} | {row.python_version or row.python} | {row.result} | "
-                     f"{row.build_seconds:.0f} | {row.passed} | {row.failed} | {row.skipped} | {xla} | {row.note} |")
+                     f"{row.build_seconds:.1f} | {row.passed} | {row.failed} | {row.skipped} | {xla} | {row.note} |")
     return "\n".join(lines) + "\n"
 
 
@@ -217,6 +228,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--python", default=DEFAULT_PYTHON, help="Python for rows without @PYTHON (default %(default)s)")
     parser.add_argument("--out", type=Path, default=ROOT / "build-matrix", help="output folder (default %(default)s)")
     parser.add_argument("--keep-venvs", action="store_true", help="keep each row's virtual environment")
+    parser.add_argument("--wheel", type=Path, help="install this wheel in each row instead of building the source tree")
+    parser.add_argument("--tests", nargs="+", default=["tests"], metavar="PATH",
+                        help="test files or folders to run, relative to the source tree (default: tests)")
     parser.add_argument("--require-pass", action="store_true",
                         help="exit 1 unless every row passed (CI: a missing interpreter or wheel is a failure too)")
     args = parser.parse_args(argv)
@@ -231,7 +245,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         for row in rows:
             row.source_commit = commit
             print(f"TensorFlow {row.release}, Python {row.python} ...", flush=True)
-            run_row(row, args.out, Path(source), args.keep_venvs)
+            run_row(row, args.out, Path(source), args.keep_venvs, args.wheel and args.wheel.resolve(), args.tests)
             print(f"  {row.result}: {row.passed} passed, {row.failed} failed, {row.skipped} skipped, "
                   f"build {row.build_seconds:.0f} s {row.note}", flush=True)
             (args.out / "matrix.json").write_text(json.dumps([asdict(r) for r in rows], indent=2) + "\n")

@@ -408,7 +408,7 @@ def run_runner(runner: Path, export: Path, x: np.ndarray, library: bool) -> subp
     values = ",".join(repr(float(v)) for v in x.ravel())
     args = [str(runner)]
     if library:
-        args += ["--library", str(_loader.PACKAGE_DIR / _loader.LIBRARY_NAME)]
+        args += ["--library", str(_loader.library_path())]
     args += [str(export), f"x={','.join(map(str, x.shape))}:{values}"]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     return subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)

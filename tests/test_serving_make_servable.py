@@ -341,7 +341,7 @@ def run_cpp(runner, export: Path, key: str, x: np.ndarray, library: bool) -> sub
     if library:
         from grad_reverse import _loader
 
-        args += ["--library", str(_loader.PACKAGE_DIR / _loader.LIBRARY_NAME)]
+        args += ["--library", str(_loader.library_path())]
     values = ",".join(repr(float(v)) for v in x.ravel())
     args += [str(export), f"{key}={','.join(map(str, x.shape))}:{values}"]
     return subprocess.run(args, capture_output=True, text=True, env=ENV, timeout=300)

@@ -50,6 +50,8 @@ def _load() -> None:
     global dann_lambda, grad_reverse, reference, serving
     _loading = True
     try:
+        # First: without TensorFlow, its ImportError says which to install.
+        from grad_reverse import _loader  # noqa: F401
         from grad_reverse import reference
         from grad_reverse.layer import GradReverse
         from grad_reverse.ops import BUILD_INFO, SUPPORTED_DTYPES, grad_reverse

@@ -23,7 +23,9 @@ def collect() -> dict[str, Any]:
         "grad_reverse": grad_reverse.__version__,
         "tensorflow_built_against": build.get("tensorflow_version"),
         "tensorflow_running": tf.__version__,
-        "library": str(_loader.PACKAGE_DIR / _loader.LIBRARY_NAME),
+        "library": str(_loader.library_path()),
+        # A source build holds one; the portable wheel one per supported release.
+        "libraries_for_tensorflow": ", ".join(_loader.releases_held()),
         "cuda_kernels_compiled": _compiled(build, "cuda"),
         # Which GPUs the CUDA kernels can run on (auto uses stock ops elsewhere).
         "cuda_architectures": build.get("cuda_architectures") or "none",

@@ -20,6 +20,8 @@ from mutation.mutants import Mutant
 REPO = Path(__file__).resolve().parents[2]
 LIBRARY = "_grad_reverse_ops.so"
 BUILD_INFO = "_build_info.json"
+# One folder per TensorFlow release built for (see grad_reverse/_loader.py).
+LIBRARY_GLOB = "_libs/tf*/" + LIBRARY
 
 
 class CheckError(Exception):
@@ -38,13 +40,15 @@ def find_package(explicit: Optional[str] = None) -> Path:
             raise CheckError("grad_reverse is not importable here: install it, or put the source "
                              "tree's python/ on PYTHONPATH (after building the library in place)")
         directory = Path(list(spec.submodule_search_locations)[0]).resolve()
-    if not (directory / LIBRARY).is_file():
-        raise CheckError(f"{directory} holds no {LIBRARY}: build the library first")
+    if not list(directory.glob(LIBRARY_GLOB)):
+        raise CheckError(f"{directory} holds no {LIBRARY_GLOB}: build the library first")
     return directory
 
 
 def build_record(package: Path) -> dict:
-    return json.loads((package / BUILD_INFO).read_text())
+    """The build record of the package's library (of the last folder, when
+    it holds several: the portable wheel)."""
+    return json.loads((sorted(package.glob(LIBRARY_GLOB))[-1].parent / BUILD_INFO).read_text())
 
 
 def copy_package(package: Path, destination: Path) -> Path:

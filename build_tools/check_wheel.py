@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Checks a portable grad-reverse wheel before anyone installs it.
+
+  python build_tools/check_wheel.py WHEEL [--releases "2.15 ... 2.21"]
+
+Prints one line per shared library in the wheel (size, the newest GLIBC_ /
+GLIBCXX_ / CXXABI_ version it needs, its undefined CUDA runtime symbols, and
+for an op library its build record) and exits 1 when:
+  * the wheel's platform tag is not manylinux, or newer than manylinux_2_27;
+  * a library needs a symbol version newer than TensorFlow's own libraries do
+    (elf_symbols.LIMITS), or leaves a CUDA runtime symbol undefined;
+  * a release of --releases has no op library and build record, or a record
+    names another TensorFlow release than its folder;
+  * the build records disagree on CUDA (all of them carry the kernel, or none).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from elf_symbols import format_version, newest_versions, too_new, undefined_cuda_symbols  # noqa: E402
+
+NEWEST_TAG = (2, 27)
+OP_LIBRARY = re.compile(r"grad_reverse/_libs/tf(\d+\.\d+)/_grad_reverse_ops\.so")
+
+
+def tag_problems(wheel: Path) -> list[str]:
+    platform = wheel.name.removesuffix(".whl").split("-")[-1]
+    tags = re.findall(r"manylinux_(\d+)_(\d+)_x86_64", platform)
+    if "manylinux2014_x86_64" in platform:
+        tags.append(("2", "17"))
+    if not tags:
+        return [f"the wheel's platform tag {platform!r} is not manylinux (auditwheel repair gives it one)"]
+    oldest = min((int(a), int(b)) for a, b in tags)
+    if oldest > NEWEST_TAG:
+        return [f"the wheel's tag manylinux_{oldest[0]}_{oldest[1]} is newer than manylinux_2_27"]
+    return []
+
+
+def check(wheel: Path, releases: list[str]) -> list[str]:
+    problems = tag_problems(wheel)
+    records: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory() as scratch, zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        libraries = [name for name in names if name.endswith(".so") or ".so." in name]
+        print(f"{wheel.name}: {wheel.stat().st_size / 2**20:.1f} MiB, {len(libraries)} shared libraries")
+        for name in sorted(libraries):
+            path = Path(archive.extract(name, scratch))
+            versions = newest_versions(path)
+            cuda = undefined_cuda_symbols(path)
+            needs = ", ".join(f"{k}_{format_version(v)}" for k, v in sorted(versions.items()))
+            line = f"  {name}  {path.stat().st_size / 1024:.0f} KiB  needs {needs}  undefined CUDA: {len(cuda)}"
+            problems += [f"{name} needs {problem}" for problem in too_new(versions)]
+            if cuda:
+                problems.append(f"{name} leaves CUDA runtime symbols undefined: {', '.join(cuda[:5])}")
+            match = OP_LIBRARY.fullmatch(name)
+            if match:
+                record_name = name.replace("_grad_reverse_ops.so", "_build_info.json")
+                if record_name not in names:
+                    problems.append(f"{name} has no build record {record_name}")
+                else:
+                    record = json.loads(archive.read(record_name))
+                    records[match.group(1)] = record
+                    line += (f"  TensorFlow {record.get('tensorflow_version')}, cuda={record.get('cuda')} "
+                             f"({record.get('cuda_toolkit_version') or '-'}), xla={record.get('xla')}")
+                    if not str(record.get("tensorflow_version", "")).startswith(match.group(1) + "."):
+                        problems.append(f"{record_name} names TensorFlow {record.get('tensorflow_version')}")
+            print(line)
+    missing = [release for release in releases if release not in records]
+    if missing:
+        problems.append(f"no op library for TensorFlow {', '.join(missing)}")
+    if len({record.get("cuda") for record in records.values()}) > 1:
+        problems.append("some op libraries carry the CUDA kernel and some do not: "
+                        + ", ".join(f"{r}: {rec.get('cuda')}" for r, rec in sorted(records.items())))
+    return problems
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("wheel", type=Path)
+    parser.add_argument("--releases", default="", help="TensorFlow releases the wheel must hold, space-separated")
+    args = parser.parse_args(argv)
+    problems = check(args.wheel, args.releases.split())
+    for problem in problems:
+        print(f"check_wheel.py: {problem}", file=sys.stderr)
+    print("check_wheel.py: " + ("FAILED" if problems else "passed"))
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

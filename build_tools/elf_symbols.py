@@ -1,0 +1,55 @@
+"""What a shared library asks of the system that loads it, read with binutils
+(`objdump -T`, `nm -D`): the newest glibc / libstdc++ symbol versions it
+needs, and the CUDA runtime symbols it leaves for another library to define.
+
+Used by build_tools/check_wheel.py and by the tests (tests/test_symbols.py).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+# What TensorFlow 2.21's own libtensorflow_framework.so.2 and
+# libtensorflow_cc.so.2 need (objdump -T): a library of ours that needs no
+# more loads wherever that TensorFlow does (its wheels are manylinux_2_27).
+LIMITS = {"GLIBC": (2, 27), "GLIBCXX": (3, 4, 22), "CXXABI": (1, 3, 11)}
+_VERSION = re.compile(r"\b(GLIBC|GLIBCXX|CXXABI)_(\d+(?:\.\d+)*)\b")
+# The CUDA runtime API and the registration hooks nvcc's code calls.
+_CUDA_SYMBOL = re.compile(r"^(cuda|__cuda)\w*")
+
+
+def _run(*command: str) -> str:
+    return subprocess.run(command, capture_output=True, text=True, check=True).stdout
+
+
+def newest_versions(library: Path) -> dict[str, tuple[int, ...]]:
+    """{"GLIBC": (2, 17), "GLIBCXX": (3, 4, 21), ...}: the newest version of
+    each that the library's dynamic symbols require (absent: none)."""
+    newest: dict[str, tuple[int, ...]] = {}
+    for line in _run("objdump", "-T", str(library)).splitlines():
+        if "*UND*" not in line:
+            continue  # versions the library defines itself do not count
+        for name, version in _VERSION.findall(line):
+            parsed = tuple(int(part) for part in version.split("."))
+            newest[name] = max(newest.get(name, parsed), parsed)
+    return newest
+
+
+def too_new(versions: dict[str, tuple[int, ...]]) -> list[str]:
+    """The versions above LIMITS, as "GLIBC_2.34 > 2.27" lines."""
+    return [f"{name}_{format_version(version)} > {format_version(LIMITS[name])}"
+            for name, version in sorted(versions.items()) if name in LIMITS and version > LIMITS[name]]
+
+
+def format_version(version: tuple[int, ...]) -> str:
+    return ".".join(map(str, version))
+
+
+def undefined_cuda_symbols(library: Path) -> list[str]:
+    """CUDA runtime symbols the library leaves undefined: resolved at load by
+    whichever library exports them (TensorFlow's own runtime, another CUDA
+    version), not by the runtime the kernels were compiled for."""
+    names = (line.split()[-1] for line in _run("nm", "-D", "--undefined-only", str(library)).splitlines() if line.strip())
+    return sorted(name.split("@")[0] for name in names if _CUDA_SYMBOL.match(name))
