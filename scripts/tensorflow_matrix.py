@@ -217,7 +217,7 @@ def markdown(rows: Sequence[Row]) -> str:
     for row in rows:
         xla = {True: "yes", False: "no", None: ""}[row.xla_kernels]
         lines.append(f"| {row.tensorflow or row.release} | {row.python_version or row.python} | {row.result} | "
-                     f"{row.build_seconds:.1f} | {row.passed} | {row.failed} | {row.skipped} | {xla} | {row.note} |")
+                     f"{row.build_seconds:.0f} | {row.passed} | {row.failed} | {row.skipped} | {xla} | {row.note} |")
     return "\n".join(lines) + "\n"
 
 
