@@ -30,6 +30,8 @@ Keras 2.15 and Keras 3 both: `Adam(use_ema=...)` (Keras 2.11+),
 
 from __future__ import annotations
 
+from typing import Any
+
 import tensorflow as tf
 
 from grad_reverse._keras import keras
@@ -67,10 +69,12 @@ def train_source_only(domains: MoonsDomains, seed: int, steps: int, quiet: bool 
     return model
 
 
-def train_dann(domains: MoonsDomains, seed: int, steps: int, quiet: bool = True) -> DANN:
-    """DANN with the paper's lambda schedule, final lambda 6."""
-    model = build_dann(seed, lambda_max=LAMBDA_MAX, gamma=GAMMA)
-    model.compile(optimizer=_optimizer(), loss="binary_crossentropy", metrics=["accuracy"])
+def train_dann(domains: MoonsDomains, seed: int, steps: int, quiet: bool = True, lambda_max: float = LAMBDA_MAX,
+               **compile_kwargs: Any) -> DANN:
+    """DANN with the paper's lambda schedule up to `lambda_max`; `compile_kwargs`:
+    DANN.compile's domain arguments (e.g. `domain_loss_reduction`)."""
+    model = build_dann(seed, lambda_max=lambda_max, gamma=GAMMA)
+    model.compile(optimizer=_optimizer(), loss="binary_crossentropy", metrics=["accuracy"], **compile_kwargs)
     verbose, callbacks = fit_progress("fit", steps, quiet)
     model.fit(domains.x_source, domains.y_source, target=domains.x_target, batch_size=2 * BATCH_PER_DOMAIN,
               epochs=1, steps_per_epoch=steps, seed=seed, verbose=verbose, callbacks=callbacks)
