@@ -54,9 +54,9 @@ def one_sgd_step(part_optimizers=None) -> list:
 def test_a_scale_multiplies_the_parts_step_and_scale_one_equals_the_models_optimizer():
     reference = one_sgd_step()
     for got, expected in zip(one_sgd_step({"feature_extractor": 1.0}), reference):
-        np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose(got, expected, rtol=1e-6, atol=3e-7)  # float32 rounding of w + dw
     for got, expected in zip(one_sgd_step({"feature_extractor": 0.1}), reference):
-        np.testing.assert_allclose(got, 0.1 * expected, rtol=1e-4, atol=1e-9)
+        np.testing.assert_allclose(got, 0.1 * expected, rtol=1e-4, atol=3e-7)
     assert max(np.abs(d).max() for d in reference) > 1e-4  # the step is not nothing
 
 

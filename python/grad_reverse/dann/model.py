@@ -255,11 +255,11 @@ class DANN(keras.Model):
         does: its `use_ema` averages (and at the end of `fit` replaces)
         every weight, whichever optimizer moved it.
         """
+        groups = [(self.optimizer, self.trainable_variables)] + self._optimizer_groups()[:-1]
         with self.distribute_strategy.scope():
-            if hasattr(self.optimizer, "build") and not keras_compat.optimizer_built(self.optimizer):
-                self.optimizer.build(self.trainable_variables)
-            for optimizer, variables in self._optimizer_groups()[:-1]:
-                if not keras_compat.optimizer_built(optimizer):
+            for optimizer, variables in groups:
+                # Keras 2's legacy optimizers (optimizer_v2) have no build: they make their slots on the first step.
+                if hasattr(optimizer, "build") and not keras_compat.optimizer_built(optimizer):
                     optimizer.build(variables)
 
     # --- the training step -----------------------------------------------------------
