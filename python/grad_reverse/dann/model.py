@@ -25,7 +25,7 @@ import tensorflow as tf
 from grad_reverse._keras import keras
 from grad_reverse.dann import keras_compat, objective
 from grad_reverse.dann.data import check_paired_spec, one_pass_steps, paired_dataset, source_length, split_batch_size
-from grad_reverse.dann.optimizers import PARTS, make_part_optimizers
+from grad_reverse.dann.optimizers import PARTS, build_optimizers, make_part_optimizers, optimizer_groups
 from grad_reverse.dann.schedules import _finite, lambda_at_step
 from grad_reverse.ops import grad_reverse
 
@@ -228,39 +228,12 @@ class DANN(keras.Model):
         # Keras' own skips compile() when a model overrides it.
         self.compile(**keras_compat.compile_arguments(config))
         if self.built:
-            self._build_optimizers()  # so the saved optimizer states load
-
-    # --- the optimizers --------------------------------------------------------------
+            build_optimizers(self, self._part_optimizers())  # so the saved optimizer states load
 
     def _part_optimizers(self) -> dict:
         """`{part: its own optimizer}` for the parts that have one."""
-        named = {"feature_extractor": self.feature_extractor_optimizer, "domain_head": self.domain_head_optimizer}
+        named = {part: getattr(self, f"{part}_optimizer") for part in PARTS}
         return {part: optimizer for part, optimizer in named.items() if optimizer is not None}
-
-    def _optimizer_groups(self) -> list:
-        """`[(optimizer, variables)]`: each part with its own optimizer, then the model's optimizer
-        with every other trainable variable (the label head's, and the parts' without one)."""
-        groups, owned = [], set()
-        for part, optimizer in self._part_optimizers().items():
-            variables = list(getattr(self, part).trainable_variables)
-            groups.append((optimizer, variables))
-            owned.update(id(v) for v in variables)
-        groups.append((self.optimizer, [v for v in self.trainable_variables if id(v) not in owned]))
-        return groups
-
-    def _build_optimizers(self) -> None:
-        """Builds the optimizers' state before the first step (and before loading a saved state).
-
-        The model's optimizer is built on every trainable variable, as Keras
-        does: its `use_ema` averages (and at the end of `fit` replaces)
-        every weight, whichever optimizer moved it.
-        """
-        groups = [(self.optimizer, self.trainable_variables)] + self._optimizer_groups()[:-1]
-        with self.distribute_strategy.scope():
-            for optimizer, variables in groups:
-                # Keras 2's legacy optimizers (optimizer_v2) have no build: they make their slots on the first step.
-                if hasattr(optimizer, "build") and not keras_compat.optimizer_built(optimizer):
-                    optimizer.build(variables)
 
     # --- the training step -----------------------------------------------------------
 
@@ -313,7 +286,7 @@ class DANN(keras.Model):
             total = tf.cast(label_loss, tf.float32) + self._domain_loss_weight * scaled_domain_loss
             total = keras_compat.loss_for_gradients(self, total)
         if self._part_optimizers():
-            keras_compat.apply_per_optimizer(tape, total, self._optimizer_groups())
+            keras_compat.apply_per_optimizer(tape, total, optimizer_groups(self, self._part_optimizers()))
         else:
             keras_compat.minimize(self, tape, total)
         self._schedule.step.assign_add(1)
@@ -398,7 +371,7 @@ class DANN(keras.Model):
             raise ValueError(f"DANN.fit: epochs must be >= 1 and initial_epoch >= 0, got {epochs}, {initial_epoch}")
         self._build_on(feature_spec)
         if self._part_optimizers():
-            self._build_optimizers()
+            build_optimizers(self, self._part_optimizers())
         self.set_schedule_steps(int(epochs) * steps, int(initial_epoch) * steps)
         return super().fit(dataset, epochs=epochs, steps_per_epoch=steps, initial_epoch=initial_epoch,
                            shuffle=False, **kwargs)

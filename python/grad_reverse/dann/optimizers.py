@@ -22,6 +22,7 @@ import math
 from typing import Any, Mapping, Optional
 
 from grad_reverse._keras import keras
+from grad_reverse.dann import keras_compat
 from grad_reverse.dann.schedules import ScaledLearningRate
 
 # The parts that may have their own optimizer, as named in `part_optimizers`.
@@ -82,3 +83,31 @@ def make_part_optimizers(spec: Optional[Mapping[str, Any]], model_optimizer: Any
                 raise ValueError(f"DANN.compile: part_optimizers[{part!r}] must be a Keras optimizer (an instance, "
                                  f"a name or a config) or a learning-rate scale (a number), got {value!r}") from error
     return optimizers
+
+
+def optimizer_groups(model: Any, part_optimizers: Mapping[str, Any]) -> list:
+    """`[(optimizer, variables)]`: each part in `part_optimizers` with its own optimizer, then
+    the model's optimizer with every other trainable variable (the label head's, and the
+    parts' without an optimizer of their own)."""
+    groups, owned = [], set()
+    for part, optimizer in part_optimizers.items():
+        variables = list(getattr(model, part).trainable_variables)
+        groups.append((optimizer, variables))
+        owned.update(id(v) for v in variables)
+    groups.append((model.optimizer, [v for v in model.trainable_variables if id(v) not in owned]))
+    return groups
+
+
+def build_optimizers(model: Any, part_optimizers: Mapping[str, Any]) -> None:
+    """Builds every optimizer's state before the first step (and before a saved state loads).
+
+    The model's optimizer is built on every trainable variable, as Keras
+    does: with `use_ema` it averages (and at the end of `fit` replaces)
+    every weight, whichever optimizer moved it.
+    """
+    groups = [(model.optimizer, model.trainable_variables)] + optimizer_groups(model, part_optimizers)[:-1]
+    with model.distribute_strategy.scope():
+        for optimizer, variables in groups:
+            # Keras 2's legacy optimizers (optimizer_v2) have no build: they make their slots on the first step.
+            if hasattr(optimizer, "build") and not keras_compat.optimizer_built(optimizer):
+                optimizer.build(variables)
