@@ -330,7 +330,8 @@ class DANN(keras.Model):
             of points (unbatched); sizes may differ from the source's.
           steps_per_epoch: default: one pass over the source points
             (needed for datasets of unknown or infinite length).
-          source_fraction: the source share of each batch (half by default).
+          source_fraction: the source share of each batch (half by default);
+            with the paper's objective each domain's mean counts the same whatever its share.
           shuffle, seed: reshuffle each domain on every pass; the seed of the
             source order (the target's is `seed + 1`).
           Other keyword arguments (`callbacks`, `verbose`, `validation_data`
