@@ -88,7 +88,7 @@ def worker_scenario() -> dict:
     with strategy.scope():
         model = compiled()
         model(np.zeros((1, 2), "float32"))
-        model.optimizer.build(model.trainable_variables)
+        model.build_optimizers()
     model.set_schedule_steps(STEPS)
     initial = model.get_weights()
     batch = strategy.experimental_distribute_values_from_function(shard)

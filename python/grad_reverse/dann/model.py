@@ -25,7 +25,7 @@ import tensorflow as tf
 from grad_reverse._keras import keras
 from grad_reverse.dann import keras_compat, objective
 from grad_reverse.dann.data import check_paired_spec, one_pass_steps, paired_dataset, source_length, split_batch_size
-from grad_reverse.dann.optimizers import PARTS, build_optimizers, make_part_optimizers, optimizer_groups
+from grad_reverse.dann.optimizers import PARTS, build_every_optimizer, make_part_optimizers, optimizer_groups
 from grad_reverse.dann.schedules import _finite, lambda_at_step
 from grad_reverse.ops import grad_reverse
 
@@ -228,7 +228,14 @@ class DANN(keras.Model):
         # Keras' own skips compile() when a model overrides it.
         self.compile(**keras_compat.compile_arguments(config))
         if self.built:
-            build_optimizers(self, self._part_optimizers())  # so the saved optimizer states load
+            self.build_optimizers()  # so the saved optimizer states load
+
+    def build_optimizers(self) -> None:
+        """Builds the state of every optimizer: the model's (on all trainable
+        weights) and the parts' own. `fit` does it; a custom training loop
+        calls it once, after building the model and before the first
+        `train_step` (under the strategy's scope when there is one)."""
+        build_every_optimizer(self, self._part_optimizers())
 
     def _part_optimizers(self) -> dict:
         """`{part: its own optimizer}` for the parts that have one."""
@@ -372,7 +379,7 @@ class DANN(keras.Model):
             raise ValueError(f"DANN.fit: epochs must be >= 1 and initial_epoch >= 0, got {epochs}, {initial_epoch}")
         self._build_on(feature_spec)
         if self._part_optimizers():
-            build_optimizers(self, self._part_optimizers())
+            self.build_optimizers()
         self.set_schedule_steps(int(epochs) * steps, int(initial_epoch) * steps)
         return super().fit(dataset, epochs=epochs, steps_per_epoch=steps, initial_epoch=initial_epoch,
                            shuffle=False, **kwargs)

@@ -98,7 +98,7 @@ def optimizer_groups(model: Any, part_optimizers: Mapping[str, Any]) -> list:
     return groups
 
 
-def build_optimizers(model: Any, part_optimizers: Mapping[str, Any]) -> None:
+def build_every_optimizer(model: Any, part_optimizers: Mapping[str, Any]) -> None:
     """Builds every optimizer's state before the first step (and before a saved state loads).
 
     The model's optimizer is built on every trainable variable, as Keras
