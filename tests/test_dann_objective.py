@@ -115,7 +115,10 @@ def test_the_papers_ramp_makes_the_encoder_domain_invariant(seed):
     Invariant here means the domain feature's weight below a fifth of the real
     features' (< 0.2: target predictions off by < ~0.3) and the target error
     below 0.3, under a third of the unadapted one. Measured with the paper's
-    objective, seeds 0-2: ratio 0.02-0.05, target error 0.03-0.07."""
+    objective, seeds 0-2: ratio 0.02-0.05, target error 0.03-0.07. (With SGD
+    the earlier mean_over_batch objective gets there too on this problem,
+    ratio 0.01-0.05: the hand computations above tell the objectives apart,
+    this test that the reversed domain gradient makes the encoder invariant.)"""
     ratio, error = invariance_run(seed, lambda_max=1.0)
     assert ratio < 0.2 and error < 0.3, (ratio, error)
     unadapted_ratio, unadapted_error = invariance_run(seed, lambda_max=0.0)
