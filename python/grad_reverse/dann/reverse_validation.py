@@ -12,8 +12,8 @@ configuration (lambda, learning rate, ...) without target labels.
 
 A configuration whose forward model labels the target well, and whose
 features carry that labeling back to the source, gets a low reverse risk.
-T_V takes no part, as in the paper; it keeps the training data of each fit
-the same size as in the paper's protocol.
+T_V is held out of both fits and takes no part in the score; holding it
+out keeps each fit's target data the size of the paper's protocol.
 """
 
 from __future__ import annotations
@@ -89,9 +89,10 @@ def reverse_validation(
         (T_V) held out of both fits.
       seed: the splits, the models' initialization and the batch order.
       pseudo_labels: turns the forward model's predictions on T' into the
-        reverse model's labels; default: the predictions as they are. For a
-        classifier the paper uses hard labels, e.g.
-        `lambda p: (p > 0.5).astype("float32")` for a sigmoid output.
+        reverse model's labels, of the shape of `y_source`; default: the
+        predictions as they are. For a classifier the paper uses hard
+        labels: `lambda p: (p > 0.5).astype("float32")` for a sigmoid
+        output, `lambda p: p.argmax(-1)` for softmax and sparse labels.
       fit_kwargs: passed to both `fit` calls (`batch_size`,
         `steps_per_epoch`, `epochs`, ...).
 
