@@ -12,8 +12,7 @@ configuration (lambda, learning rate, ...) without target labels.
 
 A configuration whose forward model labels the target well, and whose
 features carry that labeling back to the source, gets a low reverse risk.
-T_V is held out of both fits and takes no part in the score; holding it
-out keeps each fit's target data the size of the paper's protocol.
+T_V is held out of both fits and takes no part in the score.
 """
 
 from __future__ import annotations
