@@ -35,9 +35,11 @@ def domains(seed: int = 0, n_source: int = 96, n_target: int = 80) -> tuple:
 
 def reversal_dann(lambda_schedule: str = "paper", lambda_max: float = 1.0, gamma: float = 10.0) -> DANN:
     """A DANN whose only weight that trains, `w` (features = w * x), moves by
-    exactly +lambda per SGD(1) step on x = 1: the label head is a frozen zero,
-    and the domain loss is the mean of the domain head's (frozen, identity)
-    output, so d loss / d w = -lambda behind the reversal."""
+    exactly +lambda per SGD(1) step on x = 1 (compiled by `compile_reversal`):
+    the label head is a frozen zero, and the domain loss of a point is the
+    domain head's (frozen, identity) output w, so the paper's domain term
+    (source mean + target mean) is 2w; with domain_loss_weight 0.5,
+    d loss / d w = -lambda behind the reversal."""
     feature_extractor = keras.Sequential([keras.Input((1,)), keras.layers.Dense(
         1, use_bias=False, kernel_initializer="ones", name="w")])
     label_head = keras.Sequential([keras.Input((1,)), keras.layers.Dense(
@@ -49,8 +51,13 @@ def reversal_dann(lambda_schedule: str = "paper", lambda_max: float = 1.0, gamma
 
 
 def compile_reversal(model: DANN, **kwargs) -> None:
-    model.compile(keras.optimizers.SGD(1.0), loss="mse",
-                  domain_loss=lambda y_true, y_pred: tf.reduce_sum(y_pred, axis=-1), **kwargs)
+    kwargs.setdefault("domain_loss_weight", 0.5)  # 0.5 * (source mean + target mean) of w: w
+    model.compile(keras.optimizers.SGD(1.0), loss="mse", domain_loss=identity_loss, **kwargs)
+
+
+def identity_loss(y_true, y_pred):
+    """A domain loss equal to the head's output, per point."""
+    return tf.reduce_sum(y_pred, axis=-1)
 
 
 def ones(n: int) -> tuple:

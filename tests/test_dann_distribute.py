@@ -34,15 +34,20 @@ def global_batches() -> tf.data.Dataset:
     return tf.data.Dataset.from_tensors(((x_source[:k], x_target[:k]), y_source[:k])).repeat()
 
 
-def compiled(lambda_schedule: str = "paper") -> keras.Model:
+# The feature extractor at a fifth of the model's rate, the domain head with an optimizer of its own.
+PART_OPTIMIZERS = {"feature_extractor": 0.2, "domain_head": {"class_name": "SGD",
+                                                             "config": {"learning_rate": 0.3, "momentum": 0.5}}}
+
+
+def compiled(lambda_schedule: str = "paper", part_optimizers=None) -> keras.Model:
     model = dann(lambda_max=2.0, lambda_schedule=lambda_schedule)
-    model.compile(keras.optimizers.SGD(0.2), "binary_crossentropy")
+    model.compile(keras.optimizers.SGD(0.2), "binary_crossentropy", part_optimizers=part_optimizers)
     return model
 
 
-def one_device(initial, lambda_schedule: str = "paper") -> tuple:
+def one_device(initial, lambda_schedule: str = "paper", part_optimizers=None) -> tuple:
     """STEPS steps on one device from `initial`: (weights, lambda logs)."""
-    model = compiled(lambda_schedule)
+    model = compiled(lambda_schedule, part_optimizers)
     model(np.zeros((1, 2), "float32"))
     model.set_weights(initial)
     history = model.fit(global_batches(), epochs=1, steps_per_epoch=STEPS, verbose=0)
@@ -52,20 +57,21 @@ def one_device(initial, lambda_schedule: str = "paper") -> tuple:
 # --------------------------------------------------------------- scenarios
 
 
-def mirrored_scenario() -> dict:
+def mirrored_scenario(part_optimizers=None) -> dict:
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
     strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
     with strategy.scope():
-        model = compiled()
+        model = compiled(part_optimizers=part_optimizers)
         model(np.zeros((1, 2), "float32"))
     initial = model.get_weights()
     history = model.fit(global_batches(), epochs=1, steps_per_epoch=STEPS, verbose=0)
-    single, single_lambda = one_device(initial)
-    unreversed, _ = one_device(initial, lambda_schedule="constant")  # lambda 2 from the start
+    single, single_lambda = one_device(initial, part_optimizers=part_optimizers)
+    # Another schedule (lambda 2 from the start), or without the parts' optimizers: elsewhere.
+    other = one_device(initial, lambda_schedule="constant") if part_optimizers is None else one_device(initial)
     return {"replicas": strategy.num_replicas_in_sync, "initial": as_lists(initial),
             "mirrored": as_lists(model.get_weights()), "lambda": history.history["lambda"],
-            "single": as_lists(single), "single_lambda": single_lambda, "other_schedule": as_lists(unreversed)}
+            "single": as_lists(single), "single_lambda": single_lambda, "other": as_lists(other[0])}
 
 
 def worker_scenario() -> dict:
@@ -82,7 +88,7 @@ def worker_scenario() -> dict:
     with strategy.scope():
         model = compiled()
         model(np.zeros((1, 2), "float32"))
-        model.optimizer.build(model.trainable_variables)
+        model.build_optimizers()
     model.set_schedule_steps(STEPS)
     initial = model.get_weights()
     batch = strategy.experimental_distribute_values_from_function(shard)
@@ -100,15 +106,17 @@ def worker_scenario() -> dict:
 # ------------------------------------------------------------------- tests
 
 
-def test_mirrored_fit_equals_one_device_on_the_same_global_batches():
-    result = run_scenario(["mirrored"], {}, script=__file__)
+@pytest.mark.parametrize("scenario", ["mirrored", "mirrored_parts"])
+def test_mirrored_fit_equals_one_device_on_the_same_global_batches(scenario):
+    """Also with per-part optimizers (`mirrored_parts`): each sums the replicas' gradients."""
+    result = run_scenario([scenario], {}, script=__file__)
     assert result["replicas"] == 2
     initial, mirrored, single = (as_arrays(result[k]) for k in ("initial", "mirrored", "single"))
     assert max_abs_difference(single, initial) > 1e-2  # training moved the weights
     assert_weights_close(mirrored, single, "MirroredStrategy DANN fit vs one device")
     assert result["lambda"] == pytest.approx(result["single_lambda"], rel=1e-6)
-    # Another lambda ends elsewhere: the comparison above can tell.
-    assert max_abs_difference(as_arrays(result["other_schedule"]), single) > 1e-3
+    # Another lambda (or optimizer) ends elsewhere: the comparison above can tell.
+    assert max_abs_difference(as_arrays(result["other"]), single) > 1e-3
 
 
 @pytest.mark.slow
@@ -127,7 +135,8 @@ def test_multi_worker_custom_loop_of_train_step_equals_one_process():
     assert single_lambda[-1] == pytest.approx(expected[-1], rel=1e-5)
 
 
-SCENARIOS = {"mirrored": mirrored_scenario, "worker": worker_scenario}
+SCENARIOS = {"mirrored": mirrored_scenario, "mirrored_parts": lambda: mirrored_scenario(PART_OPTIMIZERS),
+             "worker": worker_scenario}
 
 if __name__ == "__main__":
     print(RESULT_MARKER + json.dumps(SCENARIOS[sys.argv[1]]()), flush=True)

@@ -22,9 +22,11 @@ from grad_reverse.schedule import DANNLambdaSchedule, dann_lambda
 from conftest import unknown_length_dataset
 from dann_models import RecordW
 
-# Four seeds of the full demo (3000 steps each): over seeds 0-19 DANN's target
-# accuracy was 0.87-1.00 (mean 0.93), source-only's 0.69-0.80 (mean 0.74), and
-# DANN at least 0.11 above source-only on each seed.
+# Four seeds of the full demo (3000 steps each): over seeds 0-19, with the
+# paper's objective and lambda_max 6, DANN's target accuracy was 0.82-1.00
+# (mean 0.93; seeds 0-3: 0.997, 0.823, 0.850, 0.870), source-only's 0.69-0.80
+# (mean 0.74), and DANN at least 0.09 above source-only on each seed
+# (docs/demo.md).
 CLAIM_SEEDS = (0, 1, 2, 3)
 HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 
@@ -201,12 +203,18 @@ def test_dann_target_accuracy_is_high_over_seeds(demo_run):
     assert max(r["dann"]["target"] for r in demo_run["runs"]) >= 0.95, demo_run["runs"]
 
 
-def test_the_demo_through_the_class_reproduces_its_target_accuracy_over_seeds_0_to_2(demo_run):
-    runs = [r for r in demo_run["runs"] if r["seed"] in (0, 1, 2)]
-    assert len(runs) == 3
-    dann = float(np.mean([r["dann"]["target"] for r in runs]))
-    source_only = float(np.mean([r["source_only"]["target"] for r in runs]))
-    assert dann >= 0.93 and source_only <= 0.80, runs
+def test_the_earlier_objective_still_gives_the_earlier_demos_target_accuracy_over_seeds_0_to_2(demo_run):
+    """`domain_loss_reduction="mean_over_batch"` trains the objective the demo
+    used before the paper's became the default. Its DANN reached 0.990, 0.997,
+    0.877 on seeds 0-2 then (mean 0.955), and 0.997, 0.920, 0.950 now (mean
+    0.956: the float32 rounding differs, and the game amplifies it)."""
+    earlier = []
+    for seed in (0, 1, 2):
+        domains = data.make_domains(seed)
+        model = training.train_dann(domains, seed, DEFAULT_STEPS, domain_loss_reduction="mean_over_batch")
+        earlier.append(models.accuracy(model, domains.x_target, domains.y_target))
+    source_only = [r["source_only"]["target"] for r in demo_run["runs"] if r["seed"] in (0, 1, 2)]
+    assert np.mean(earlier) >= 0.93 and np.mean(source_only) <= 0.80, (earlier, source_only)
 
 
 def test_both_networks_fit_the_labeled_source(demo_run):

@@ -42,6 +42,27 @@ def minimize(model: Any, tape: tf.GradientTape, loss: tf.Tensor) -> None:
         model.optimizer.minimize(loss, variables, tape=tape)
 
 
+def apply_per_optimizer(tape: tf.GradientTape, loss: tf.Tensor, groups: list) -> None:
+    """One step of each optimizer on its variables, from one gradient of `loss`.
+
+    `groups`: `[(optimizer, variables)]`, each variable in one group. Both
+    Keras versions' `apply_gradients` sum the replicas' gradients under
+    tf.distribute, as `minimize` does. (No loss scaling: `part_optimizers`
+    refuses mixed_float16.)
+    """
+    variables = [v for _, group in groups for v in group]
+    gradients = tape.gradient(loss, variables)
+    start = 0
+    for optimizer, group in groups:
+        optimizer.apply_gradients(zip(gradients[start:start + len(group)], group))
+        start += len(group)
+
+
+def optimizer_built(optimizer: Any) -> bool:
+    """Whether `optimizer` has built its state (slots) already."""
+    return bool(getattr(optimizer, "built" if KERAS_3 else "_built", False))
+
+
 def track_label_loss(model: Any, loss: tf.Tensor, batch_size: tf.Tensor) -> None:
     """Records the (per-replica scaled) label loss in the model's `loss` metric."""
     if KERAS_3:

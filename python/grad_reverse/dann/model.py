@@ -8,9 +8,12 @@
 Every training batch holds labeled source points and unlabeled target points
 (`paired_dataset`). The label loss (`compile(loss=...)`) covers the source
 points only; the domain loss (binary cross-entropy by default) covers both,
-with domain label 0 for source and 1 for target. Lambda follows the paper's
-schedule over the fit, computed inside the training step from a step
-counter, so it is exact per step with `steps_per_execution > 1` and XLA.
+with domain label 0 for source and 1 for target, reduced as the paper does:
+the mean over the source points plus the mean over the target points
+(`objective`). Lambda follows the paper's schedule over the fit, computed
+inside the training step from a step counter, so it is exact per step with
+`steps_per_execution > 1` and XLA. The feature extractor and the domain
+head may have optimizers of their own (`optimizers`).
 """
 
 from __future__ import annotations
@@ -20,8 +23,9 @@ from typing import Any, Optional
 import tensorflow as tf
 
 from grad_reverse._keras import keras
-from grad_reverse.dann import keras_compat
+from grad_reverse.dann import keras_compat, objective
 from grad_reverse.dann.data import check_paired_spec, one_pass_steps, paired_dataset, source_length, split_batch_size
+from grad_reverse.dann.optimizers import PARTS, build_every_optimizer, make_part_optimizers, optimizer_groups
 from grad_reverse.dann.schedules import _finite, lambda_at_step
 from grad_reverse.ops import grad_reverse
 
@@ -91,8 +95,9 @@ class DANN(keras.Model):
 
     `compile(optimizer, loss, metrics)` describes the label task, as for any
     Keras model; `domain_loss` (default: binary cross-entropy, from logits
-    when the domain head's last activation is linear) and
-    `domain_loss_weight` are keyword arguments of `compile`.
+    when the domain head's last activation is linear), `domain_loss_weight`,
+    `domain_loss_reduction` and `part_optimizers` are keyword arguments of
+    `compile`.
 
     `fit(x_source, y_source, target=x_target)` (arrays, or datasets of
     points: see `fit`) trains; the History has `loss` (the label loss), the
@@ -130,6 +135,10 @@ class DANN(keras.Model):
         self._domain_loss: Any = None
         self._domain_from_logits = False
         self._domain_loss_weight = 1.0
+        self._domain_loss_reduction = objective.SUM_OVER_DOMAINS
+        # Set by compile: a part's own optimizer, or None (the model's optimizer trains it).
+        self.feature_extractor_optimizer: Any = None
+        self.domain_head_optimizer: Any = None
 
     # --- the model as users call it: the label path ------------------------------
 
@@ -157,21 +166,37 @@ class DANN(keras.Model):
         domain_loss: Any = None,
         domain_loss_weight: float = 1.0,
         domain_from_logits: Optional[bool] = None,
+        domain_loss_reduction: str = objective.SUM_OVER_DOMAINS,
+        part_optimizers: Optional[dict] = None,
         **kwargs: Any,
     ) -> None:
-        """Keras' `compile` for the label task, plus the domain loss.
+        """Keras' `compile` for the label task, plus the domain loss and per-part optimizers.
 
         Args:
           domain_loss: a Keras loss or `fn(y_true, y_pred)` giving per-point
-            losses; default binary cross-entropy (from logits if the domain
-            head outputs logits).
-          domain_loss_weight: the domain loss's weight in the objective
-            `label loss + domain_loss_weight * domain loss`.
+            losses (`y_true`, `y_pred` of shape [batch, 1]); default binary
+            cross-entropy (from logits if the domain head outputs logits).
+          domain_loss_weight: the domain term's weight in the objective
+            `label loss + domain_loss_weight * domain term`.
           domain_from_logits: whether the domain head outputs logits; by
             default told from its last activation (linear: logits; sigmoid:
             probabilities); needed when it cannot be told.
+          domain_loss_reduction: `"sum_over_domains"` (the paper's: the mean
+            domain loss over the source points plus the mean over the target
+            points) or `"mean_over_batch"` (one mean over the batch's points,
+            as versions before this option trained; half the paper's term
+            with half/half batches).
+          part_optimizers: `{"feature_extractor": ..., "domain_head": ...}`
+            (either or both): the part's own optimizer, or a number: the
+            model's optimizer at that multiple of its learning rate (see
+            `grad_reverse.dann.optimizers`). The label head, and any part
+            not named, train with `optimizer`.
         """
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+        part_optimizers = make_part_optimizers(part_optimizers, self.optimizer)
+        self.feature_extractor_optimizer = part_optimizers.get("feature_extractor")
+        self.domain_head_optimizer = part_optimizers.get("domain_head")
+        self._domain_loss_reduction = objective.check_reduction(domain_loss_reduction)
         if domain_from_logits is None:
             activation = _activation_name(self.domain_head)
             if activation not in ("linear", "sigmoid"):
@@ -193,15 +218,29 @@ class DANN(keras.Model):
         config = super().get_compile_config()
         if config is not None and getattr(self, "_domain_loss", None) is not None:  # compiled
             arguments = {"domain_loss": self._domain_loss, "domain_loss_weight": self._domain_loss_weight,
-                         "domain_from_logits": self._domain_from_logits}
+                         "domain_from_logits": self._domain_from_logits,
+                         "domain_loss_reduction": self._domain_loss_reduction,
+                         "part_optimizers": self._part_optimizers() or None}
             config = dict(config, **{k: keras_compat.serialize(v) for k, v in arguments.items()})
         return config
 
     def compile_from_config(self, config: dict) -> None:
         # Keras' own skips compile() when a model overrides it.
         self.compile(**keras_compat.compile_arguments(config))
-        if self.built and hasattr(self.optimizer, "build"):
-            self.optimizer.build(self.trainable_variables)  # so the saved optimizer state loads
+        if self.built:
+            self.build_optimizers()  # so the saved optimizer states load
+
+    def build_optimizers(self) -> None:
+        """Builds the state of every optimizer: the model's (on all trainable
+        weights) and the parts' own. `fit` does it; a custom training loop
+        calls it once, after building the model and before the first
+        `train_step` (under the strategy's scope when there is one)."""
+        build_every_optimizer(self, self._part_optimizers())
+
+    def _part_optimizers(self) -> dict:
+        """`{part: its own optimizer}` for the parts that have one."""
+        named = {part: getattr(self, f"{part}_optimizer") for part in PARTS}
+        return {part: optimizer for part, optimizer in named.items() if optimizer is not None}
 
     # --- the training step -----------------------------------------------------------
 
@@ -222,13 +261,16 @@ class DANN(keras.Model):
         self._schedule.total_steps.assign(int(total_steps))
         self._schedule.step.assign(int(step))
 
-    def _domain_loss_and_accuracy(self, domain_true: tf.Tensor, domain_pred: tf.Tensor) -> tuple:
-        domain_pred = tf.cast(domain_pred, tf.float32)
+    def _domain_term_and_accuracy(self, domain_pred: tf.Tensor, n_source: tf.Tensor) -> tuple:
+        """The batch's domain term (see `objective`) and domain accuracy; source points first."""
+        _check_domain_output(domain_pred.shape)
+        domain_pred = tf.reshape(tf.cast(domain_pred, tf.float32), [-1, 1])
+        n_points = tf.shape(domain_pred)[0]
+        domain_true = tf.reshape(tf.cast(tf.range(n_points) >= n_source, tf.float32), [-1, 1])
         loss_fn = self._domain_loss
         per_point = (loss_fn.call if isinstance(loss_fn, keras.losses.Loss) else loss_fn)(domain_true, domain_pred)
-        threshold = 0.0 if self._domain_from_logits else 0.5
-        hits = tf.cast(tf.equal(domain_pred > threshold, domain_true > 0.5), tf.float32)
-        return tf.reduce_mean(tf.cast(per_point, tf.float32)), tf.reduce_mean(hits)
+        term = objective.domain_term(objective.per_point_losses(per_point), n_source, self._domain_loss_reduction)
+        return term, objective.domain_accuracy(domain_true, domain_pred, self._domain_from_logits)
 
     def train_step(self, data: Any) -> dict:
         if self._domain_loss is None:
@@ -245,15 +287,15 @@ class DANN(keras.Model):
             y_pred = self.label_head(features[:n_source], training=True)
             label_loss = self.compute_loss(x=x_source, y=y_source, y_pred=y_pred, sample_weight=sample_weight)
             domain_pred = self.domain_head(grad_reverse(features, lambda_), training=True)
-            _check_domain_output(domain_pred.shape)
-            domain_true = tf.concat([tf.zeros([n_source]), tf.ones([tf.shape(x_target)[0]])], 0)
-            domain_true = tf.reshape(domain_true, tf.shape(domain_pred))
-            domain_loss, domain_accuracy = self._domain_loss_and_accuracy(domain_true, domain_pred)
+            domain_loss, domain_accuracy = self._domain_term_and_accuracy(domain_pred, n_source)
             # Per replica: the optimizer sums the replicas' gradients.
             scaled_domain_loss = domain_loss / tf.cast(keras_compat.replicas_in_sync(), tf.float32)
             total = tf.cast(label_loss, tf.float32) + self._domain_loss_weight * scaled_domain_loss
             total = keras_compat.loss_for_gradients(self, total)
-        keras_compat.minimize(self, tape, total)
+        if self._part_optimizers():
+            keras_compat.apply_per_optimizer(tape, total, optimizer_groups(self, self._part_optimizers()))
+        else:
+            keras_compat.minimize(self, tape, total)
         self._schedule.step.assign_add(1)
         keras_compat.track_label_loss(self, label_loss, n_source)
         self._domain_metrics.loss.update_state(domain_loss)
@@ -295,7 +337,8 @@ class DANN(keras.Model):
             of points (unbatched); sizes may differ from the source's.
           steps_per_epoch: default: one pass over the source points
             (needed for datasets of unknown or infinite length).
-          source_fraction: the source share of each batch (half by default).
+          source_fraction: the source share of each batch (half by default);
+            with the paper's objective each domain's mean counts the same whatever its share.
           shuffle, seed: reshuffle each domain on every pass; the seed of the
             source order (the target's is `seed + 1`).
           Other keyword arguments (`callbacks`, `verbose`, `validation_data`
@@ -335,6 +378,8 @@ class DANN(keras.Model):
         if isinstance(epochs, bool) or int(epochs) < 1 or int(initial_epoch) < 0:
             raise ValueError(f"DANN.fit: epochs must be >= 1 and initial_epoch >= 0, got {epochs}, {initial_epoch}")
         self._build_on(feature_spec)
+        if self._part_optimizers():
+            self.build_optimizers()
         self.set_schedule_steps(int(epochs) * steps, int(initial_epoch) * steps)
         return super().fit(dataset, epochs=epochs, steps_per_epoch=steps, initial_epoch=initial_epoch,
                            shuffle=False, **kwargs)

@@ -75,3 +75,29 @@ class DANNLearningRateSchedule(keras.optimizers.schedules.LearningRateSchedule):
             "alpha": self.alpha,
             "beta": self.beta,
         }
+
+
+@keras.saving.register_keras_serializable(package="grad_reverse")
+class ScaledLearningRate(keras.optimizers.schedules.LearningRateSchedule):
+    """`scale * schedule(step)`: another schedule's learning rate, scaled.
+
+    `DANN.compile(part_optimizers={"feature_extractor": 0.1})` gives the
+    feature extractor a copy of the model's optimizer whose learning rate
+    is a tenth of the model's at every step; when that rate is a schedule
+    (`DANNLearningRateSchedule`), the copy's is this wrapper of it.
+    """
+
+    def __init__(self, schedule: Any, scale: float) -> None:
+        super().__init__()
+        if isinstance(schedule, dict):  # from_config
+            schedule = keras.optimizers.schedules.deserialize(schedule)
+        if not isinstance(schedule, keras.optimizers.schedules.LearningRateSchedule):
+            raise TypeError(f"ScaledLearningRate: schedule must be a Keras LearningRateSchedule, got {schedule!r}")
+        self.schedule = schedule
+        self.scale = _finite("ScaledLearningRate: scale", scale)
+
+    def __call__(self, step: Any) -> tf.Tensor:
+        return self.scale * tf.cast(self.schedule(step), tf.float32)
+
+    def get_config(self) -> dict[str, Any]:
+        return {"schedule": keras.optimizers.schedules.serialize(self.schedule), "scale": self.scale}
