@@ -138,7 +138,7 @@ def _check_variable_contents(path: Path, proto: saved_model_pb2.SavedModel) -> N
             reader.get_tensor(key)  # reads the bytes and checks their checksum
         except Exception as error:  # noqa: BLE001
             raise SavedModelError(
-                path, f"{_data_files(variables)} is corrupt or truncated: variable '{key}' does not read "
+                path, f"{_data_files(variables)} is corrupt or truncated: its entry '{key}' does not read "
                 f"back (TensorFlow: {first_line(error, path)})"
             ) from None
     for key, name, shape, dtype in _expected_variables(reader, proto):
