@@ -356,3 +356,11 @@ def test_the_limit_and_kernel_sections_wrap_at_the_tables_width():
     text = table.format_limits(limits, 4) + "\n" + table.format_kernel_rows([kernel], "float32")
     assert max(len(line) for line in text.splitlines()) <= table.WIDTH, text
     assert "tf.function multiply" in text.replace("\n          ", " ")  # wrapped, not cut
+
+
+def test_interleaved_rotates_the_first_callables_and_settles_each_sample():
+    log = []
+    calls = {name: (lambda name=name: log.append(name)) for name in ("a", "b", "c", "way")}
+    bench.interleaved(calls, rounds=3, settle=2, rotate=3, after_round=lambda: log.append("|"))
+    rounds = "".join(log[4:]).split("|")[:-1]  # after the warm-up calls
+    assert rounds == [first + "way" * 3 for first in ("aaabbbccc", "bbbcccaaa", "cccaaabbb")]
