@@ -335,6 +335,22 @@ def test_the_demo_command_twice_with_one_seed_exports_bitwise_the_same_model(tmp
         np.testing.assert_array_equal(weights_a[name].view(np.uint32), weights_b[name].view(np.uint32), name)
 
 
+def test_the_demo_command_says_it_is_loading_tensorflow_first_and_counts_that_time(tmp_path):
+    import re
+    import subprocess
+    import sys
+
+    from grad_reverse.demo.cli import LOADING_NOTE
+
+    result = subprocess.run(
+        [sys.executable, "-m", "grad_reverse", "demo", "--seed", "3", "--steps", str(REPRO_STEPS),
+         "--out", str(tmp_path / "out")],
+        capture_output=True, text=True, timeout=600)
+    lines = result.stdout.splitlines()
+    assert lines[0] == LOADING_NOTE, result.stdout[:500]
+    assert re.fullmatch(r"Done in \d+ s, after \d+ s loading TensorFlow\.", lines[-1]), lines[-1]
+
+
 # --- progress output ---------------------------------------------------------------
 
 
