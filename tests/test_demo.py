@@ -263,7 +263,7 @@ def test_cli_registers_demo_with_its_options():
     (0.2, 0, 0), (0.0, 0, 1), (-0.1, 0, 1), (0.2, 1, 1), (0.2, 2, 2)])
 def test_demo_command_exit_status_says_whether_dann_won_and_the_export_serves(monkeypatch, capsys, gain,
                                                                              serving_check, status):
-    def fake_run(out, seeds, steps, quiet):
+    def fake_run(out, seeds, steps, quiet, loading_seconds=None):
         return {"serving_check": serving_check, "mean_target": {"dann": 0.7 + gain, "source_only": 0.7}}
 
     monkeypatch.setattr(experiment, "run", fake_run)
