@@ -407,10 +407,19 @@ def test_the_import_warning_points_at_the_users_import(tmp_path):
     # A fresh process where TensorFlow seems to see a GPU whose driver and
     # capability cannot be read: auto warns at import, and the warning names
     # the file holding `import grad_reverse`, not a module of the package.
+    # The driver is asked first (_gpu_support.cuda_driver_has_devices): a
+    # stand-in for libcuda says it has one device.
     script = tmp_path / "user_script.py"
     script.write_text(
-        "import warnings\n"
+        "import ctypes, warnings\n"
         "import tensorflow as tf\n"
+        "class Driver:\n"
+        "    cuInit = staticmethod(lambda flags: 0)\n"
+        "    def cuDeviceGetCount(self, count):\n"
+        "        ctypes.cast(count, ctypes.POINTER(ctypes.c_int))[0] = 1\n"
+        "        return 0\n"
+        "real_cdll = ctypes.CDLL\n"
+        "ctypes.CDLL = lambda name, *a, **k: Driver() if name == 'libcuda.so.1' else real_cdll(name, *a, **k)\n"
         "tf.test.is_built_with_cuda = lambda: True\n"
         "tf.config.list_physical_devices = lambda kind=None: "
         "[tf.config.PhysicalDevice('/physical_device:GPU:0', 'GPU')] if kind == 'GPU' else []\n"
@@ -423,4 +432,5 @@ def test_the_import_warning_points_at_the_users_import(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "GRAD_REVERSE_BACKWARD"}
     result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert f"WARNED AT [({str(script)!r}, 7)]" in result.stdout, result.stdout
+    line = script.read_text().splitlines().index("    import grad_reverse") + 1
+    assert f"WARNED AT [({str(script)!r}, {line})]" in result.stdout, result.stdout

@@ -344,3 +344,23 @@ def test_verbose_flag_does_not_override_a_top_level_one():
     assert parser.parse_args(["bench"]).verbose is False
     sizes = parser.parse_args(["bench", "--sizes", "16M,64M"]).sizes
     assert sizes == [1 << 24, 1 << 26]
+
+
+def test_the_limit_and_kernel_sections_wrap_at_the_tables_width():
+    from grad_reverse.bench import table
+
+    ways = {f"{limit.LIMIT_PREFIX}{name}, 2 threads": [0.004, 0.005, 0.006]
+            for name in ("numpy copy", "numpy in place", "kernel", "kernel in place", "tf.function multiply")}
+    limits = {size: limit_from_times(size, ways) for size in (64 << 10, 4 << 20, 64 << 20)}
+    kernel = limit.KernelBandwidth(1 << 20, 4 << 20, 1.0, 1.0, ways)
+    text = table.format_limits(limits, 4) + "\n" + table.format_kernel_rows([kernel], "float32")
+    assert max(len(line) for line in text.splitlines()) <= table.WIDTH, text
+    assert "tf.function multiply" in text.replace("\n          ", " ")  # wrapped, not cut
+
+
+def test_interleaved_rotates_the_first_callables_and_settles_each_sample():
+    log = []
+    calls = {name: (lambda name=name: log.append(name)) for name in ("a", "b", "c", "way")}
+    bench.interleaved(calls, rounds=3, settle=2, rotate=3, after_round=lambda: log.append("|"))
+    rounds = "".join(log[4:]).split("|")[:-1]  # after the warm-up calls
+    assert rounds == [first + "way" * 3 for first in ("aaabbbccc", "bbbcccaaa", "cccaaabbb")]

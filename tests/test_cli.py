@@ -139,6 +139,21 @@ def test_import_binds_every_public_name_and_changes_no_log_setting():
     assert result.stdout.splitlines()[-1].split()[0] == "None"
 
 
+def test_the_package_namespace_shows_only_its_api_and_its_modules():
+    import types
+
+    import grad_reverse
+
+    public = {name: value for name, value in vars(grad_reverse).items() if not name.startswith("_")}
+    strays = sorted(name for name, value in public.items()
+                    if name not in grad_reverse.__all__ and not isinstance(value, types.ModuleType))
+    assert strays == []
+    # A module among them must be one of the package's own, not an import it made for itself.
+    foreign = sorted(name for name, value in public.items()
+                     if isinstance(value, types.ModuleType) and not value.__name__.startswith("grad_reverse."))
+    assert foreign == []
+
+
 def test_a_program_started_with_dash_m_that_imports_the_package_gets_it_loaded(tmp_path):
     # Only `python -m grad_reverse` defers the import; another -m program does not.
     package = tmp_path / "someone_elses_tool"

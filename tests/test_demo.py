@@ -271,7 +271,7 @@ def test_cli_registers_demo_with_its_options():
     (0.2, 0, 0), (0.0, 0, 1), (-0.1, 0, 1), (0.2, 1, 1), (0.2, 2, 2)])
 def test_demo_command_exit_status_says_whether_dann_won_and_the_export_serves(monkeypatch, capsys, gain,
                                                                              serving_check, status):
-    def fake_run(out, seeds, steps, quiet):
+    def fake_run(out, seeds, steps, quiet, loading_seconds=None):
         return {"serving_check": serving_check, "mean_target": {"dann": 0.7 + gain, "source_only": 0.7}}
 
     monkeypatch.setattr(experiment, "run", fake_run)
@@ -341,6 +341,22 @@ def test_the_demo_command_twice_with_one_seed_exports_bitwise_the_same_model(tmp
     assert weights_a.keys() == weights_b.keys()
     for name in weights_a:
         np.testing.assert_array_equal(weights_a[name].view(np.uint32), weights_b[name].view(np.uint32), name)
+
+
+def test_the_demo_command_says_it_is_loading_tensorflow_first_and_counts_that_time(tmp_path):
+    import re
+    import subprocess
+    import sys
+
+    from grad_reverse.demo.cli import LOADING_NOTE
+
+    result = subprocess.run(
+        [sys.executable, "-m", "grad_reverse", "demo", "--seed", "3", "--steps", str(REPRO_STEPS),
+         "--out", str(tmp_path / "out")],
+        capture_output=True, text=True, timeout=600)
+    lines = result.stdout.splitlines()
+    assert lines[0] == LOADING_NOTE, result.stdout[:500]
+    assert re.fullmatch(r"Done in \d+ s, after \d+ s loading TensorFlow\.", lines[-1]), lines[-1]
 
 
 # --- progress output ---------------------------------------------------------------

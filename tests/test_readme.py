@@ -12,10 +12,11 @@ is covered without touching this file):
 * and every manual in docs/ must be linked from the README, so a reader
   finds it.
 
-Some blocks use names the reader is expected to have (`x`, `features`,
-`model`, `path`): SETUP below defines them, the same for every block. A
-block that needs anything else fails with its NameError, loudly: give it a
-definition here or make it self-contained. Bazel (Starlark) files shown in
+Some blocks of docs/ use names the reader is expected to have (`x`,
+`features`, `model`, `path`): SETUP below defines them, the same for every
+block. A block that needs anything else fails with its NameError, loudly:
+give it a definition here or make it self-contained. The README's blocks get
+no SETUP: a new reader copies them as they are, so they must run as written. Bazel (Starlark) files shown in
 ```python fences are recognized by BAZEL_MARKERS and only compiled, since
 they cannot run.
 """
@@ -127,7 +128,7 @@ def test_python_block_runs(document, line, code, tmp_path, monkeypatch):
         return
     monkeypatch.chdir(tmp_path)  # blocks write relative paths such as exports/dann/1
     setup_files(code)
-    namespace = setup_namespace(tmp_path)
+    namespace = {} if document == "README.md" else setup_namespace(tmp_path)
     exec(compile(code, f"{document}, block at line {line}", "exec"), namespace)
 
 

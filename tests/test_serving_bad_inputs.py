@@ -1,8 +1,9 @@
 """make-servable on bad input: one error line, exit 2, SRC untouched, no DST.
 
 Bad SRC (not a directory, not a SavedModel, truncated or garbage proto,
-missing variables), an existing DST without --overwrite, DST inside SRC, and
-a run interrupted half-way.
+missing variables; test_serving_corrupt.py has the damaged files), an
+existing DST without --overwrite, a folder of someone's files with it, DST
+inside SRC, and a run interrupted half-way.
 """
 
 import io
@@ -77,16 +78,73 @@ def test_bad_source_gets_one_error_line_exit_2_and_no_dst(capsys, tmp_path, smal
 
 def test_existing_dst_is_refused_without_overwrite_and_replaced_with_it(capsys, tmp_path, small_export):
     dst = tmp_path / "dst"
-    dst.mkdir()
-    (dst / "old_file").write_text("old")
+    shutil.copytree(small_export, dst)
+    (dst / "saved_model.pb").write_bytes(b"an earlier copy")
     code, _, err = run_make_servable(capsys, small_export, dst)
     assert code == 2
-    assert_one_error(err, dst, "already exists; pass --overwrite")
-    assert [p.name for p in dst.iterdir()] == ["old_file"]
+    assert_one_error(err, dst, "already exists; pass --overwrite to replace it")
+    assert "overwrite=True" not in err  # the command line's words, not the Python API's
+    assert (dst / "saved_model.pb").read_bytes() == b"an earlier copy"
     code, out, _ = run_make_servable(capsys, small_export, dst, "--overwrite", "--no-verify")
     assert code == 0 and "verify: skipped" in out
-    assert not (dst / "old_file").exists() and (dst / "saved_model.pb").is_file()
+    assert (dst / "saved_model.pb").read_bytes() != b"an earlier copy"
+    assert (dst / "variables" / "variables.index").is_file()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dst"]  # no staging folders left
+
+
+def users_folder(dst: Path) -> dict:
+    """A folder of someone's files at DST: what --overwrite must not delete."""
+    (dst / "data").mkdir(parents=True)
+    files = {"readme.txt": "my notes", "data/points.csv": "1,2\n", "train.py": "print('hi')"}
+    for name, text in files.items():
+        (dst / name).write_text(text)
+    return files
+
+
+def test_overwrite_refuses_a_folder_that_is_not_a_saved_model_and_names_what_is_in_it(capsys, tmp_path, small_export):
+    dst = tmp_path / "dst"
+    files = users_folder(dst)
+    code, _, err = run_make_servable(capsys, small_export, dst, "--overwrite", "--no-verify")
+    assert code == 2
+    assert_one_error(err, dst, "is not a SavedModel (it holds data/, readme.txt, train.py)")
+    assert "--overwrite-any-directory" in err and "overwrite_any_directory" not in err
+    assert {name: (dst / name).read_text() for name in files} == files
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dst"]
+
+
+def test_overwrite_any_directory_replaces_a_folder_of_other_files(capsys, tmp_path, small_export):
+    dst = tmp_path / "dst"
+    users_folder(dst)
+    code, _, _ = run_make_servable(capsys, small_export, dst, "--overwrite-any-directory", "--no-verify")
+    assert code == 0
+    assert not (dst / "readme.txt").exists() and (dst / "saved_model.pb").is_file()
+
+
+def test_overwrite_replaces_an_empty_directory(capsys, tmp_path, small_export):
+    dst = tmp_path / "dst"
+    dst.mkdir()
+    code, _, _ = run_make_servable(capsys, small_export, dst, "--overwrite", "--no-verify")
+    assert code == 0 and (dst / "saved_model.pb").is_file()
+
+
+def test_python_api_names_its_keyword_when_refusing_a_users_folder(tmp_path, small_export):
+    dst = tmp_path / "dst"
+    users_folder(dst)
+    with pytest.raises(serving.SavedModelError, match="overwrite_any_directory=True") as raised:
+        serving.make_servable(small_export, dst, overwrite=True, verify=False, out=io.StringIO())
+    assert "--overwrite" not in str(raised.value)
+    assert (dst / "readme.txt").read_text() == "my notes"
+
+
+def test_export_serving_refuses_to_replace_a_users_folder(tmp_path):
+    from test_serving import keras_dann
+
+    dst = tmp_path / "dst"
+    users_folder(dst)
+    with pytest.raises(serving.SavedModelError, match="is not a SavedModel"):
+        serving.export_serving(keras_dann(), dst)
+    assert (dst / "readme.txt").read_text() == "my notes"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dst"]  # its Keras export removed too
 
 
 def test_dst_inside_src_is_refused(capsys, tmp_path, small_export):

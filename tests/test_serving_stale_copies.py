@@ -9,6 +9,7 @@ Only folders holding make-servable's owner marker, written on this host, are
 removed: a user's same-named backup and another host's folder are kept.
 """
 
+import contextlib
 import io
 import json
 import os
@@ -96,16 +97,18 @@ def test_only_this_dsts_hidden_folders_are_removed(capsys, tmp_path, small_expor
     others = [
         ".out2.make-servable-abcd1234",  # another DST's
         ".out.make-servable-abcd12345",  # not the pattern
-        ".out.keras-export-abcd1234",  # export_serving's, not make-servable's
+        ".out.keras-export-abcd12",  # not the pattern
     ]
     for name in others:
         made_by_make_servable(tmp_path / name)
     made_by_make_servable(tmp_path / ".out.old-abcd1234")  # the previous DST: kept while DST is missing
     (tmp_path / ".out.make-servable-file0000").write_text("a file, not a folder")
     made_by_make_servable(tmp_path / ".out.make-servable-old_0000")  # a tempfile-style name: stale
+    made_by_make_servable(tmp_path / ".out.keras-export-abcd1234")  # a killed export_serving's: stale
     code, out, _ = run_make_servable(capsys, small_export, dst, "--no-verify")
     assert code == 0
-    assert "removed stale .out.make-servable-old_0000 (" in out and out.count("removed stale") == 1
+    assert "removed stale .out.make-servable-old_0000 (" in out and "removed stale .out.keras-export-abcd1234 (" in out
+    assert out.count("removed stale") == 2
     assert hidden(tmp_path) == sorted([*others, ".out.old-abcd1234", ".out.make-servable-file0000"])
     assert not (dst / staging.OWNER_MARKER).exists()  # the marker stays out of DST
 
@@ -189,6 +192,51 @@ def test_a_run_removes_its_own_copy_when_it_fails(tmp_path, small_export, monkey
     with pytest.raises(servable.NotServableError):
         serving.make_servable(small_export, tmp_path / "out", out=io.StringIO())
     assert list(tmp_path.iterdir()) == []
+
+
+# An export_serving run that stops, printing "exported", once Keras' export is written.
+STOPPED_EXPORT = """
+import sys, time
+sys.path.insert(0, sys.argv[2])
+from grad_reverse.serving import servable
+from test_serving import keras_dann
+
+def stop(*args, **kwargs):
+    print("exported", flush=True)
+    time.sleep(600)
+
+servable.make_servable = stop
+from grad_reverse.serving import export_serving
+export_serving(keras_dann(), sys.argv[1])
+"""
+
+
+def test_the_keras_export_of_a_killed_export_serving_is_removed_by_the_next_run(tmp_path):
+    from test_serving import keras_dann
+
+    dst = tmp_path / "served"
+    child = subprocess.Popen(
+        [sys.executable, "-c", STOPPED_EXPORT, str(dst), str(Path(__file__).parent)],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+    )
+    try:
+        assert child.stdout.readline().strip() == "exported", f"the child did not export (exit {child.poll()})"
+        [left] = hidden(tmp_path)
+        assert left.startswith(".served.keras-export-")
+        assert (tmp_path / left / "saved_model" / "saved_model.pb").is_file()
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=60)
+    finally:
+        child.kill()
+    assert hidden(tmp_path) == [left]  # SIGKILL: no cleanup of any kind
+
+    report = io.StringIO()
+    with contextlib.redirect_stdout(report):
+        serving.export_serving(keras_dann(), dst, verbose=True)
+    assert f"removed stale {left} (" in report.getvalue()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["served"]
+    assert (dst / "saved_model.pb").is_file()
 
 
 def test_sibling_pattern_names_only_this_dst():

@@ -18,8 +18,10 @@ calls `_load()` once it is ready, and any public name asked for earlier
 loads it too.
 """
 
-import importlib
-from typing import Any
+# Private aliases: a bare `import importlib` would make `grad_reverse.importlib`
+# (and `grad_reverse.Any`) look like part of the package's API.
+import importlib as _importlib
+import typing as _typing
 
 from grad_reverse import _startup
 
@@ -64,14 +66,14 @@ def _load() -> None:
         _loading = False
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _typing.Any:
     # Reached only for names not bound yet: while the command line starts,
     # or while _load() runs.
     if name in _SUBMODULES:
         # What `from grad_reverse import reference` in a submodule would do
         # anyway; loading everything here instead could re-enter a module
         # that is still being imported.
-        return importlib.import_module(f"{__name__}.{name}")
+        return _importlib.import_module(f"{__name__}.{name}")
     if name in _LOADED_NAMES and not _loading:
         _load()
         return globals()[name]

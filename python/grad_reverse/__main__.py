@@ -29,6 +29,7 @@ import argparse
 import importlib
 import os
 import sys
+import time
 from typing import NamedTuple, Optional, Sequence
 
 from grad_reverse import _startup
@@ -144,6 +145,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser = command_parser(command, prog)  # bench and serving import TensorFlow here
     args = parser.parse_args(argv)
     args.verbose = verbose  # -v before the command counts for the command too
+    if getattr(args, "loading_note", None) and not getattr(args, "quiet", False):
+        print(args.loading_note, flush=True)  # the import below can take a minute: say why nothing happens
+    loading = time.perf_counter()
     with _startup.tensorflow_start_filtered(enabled=not verbose):
         import grad_reverse
 
@@ -155,6 +159,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             # traceback would only bury it.
             print(f"{prog}: {error}", file=sys.stderr)
             return 2
+    args.loading_seconds = time.perf_counter() - loading
     return args.run(args)
 
 

@@ -9,19 +9,46 @@ one its kernels need a driver for.
 
 from __future__ import annotations
 
+import ctypes
 import re
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import tensorflow as tf
 
+# The NVIDIA driver's library, as TensorFlow's CUDA platform loads it.
+DRIVER_LIBRARY = "libcuda.so.1"
 
-def visible_gpus() -> list[str]:
+
+def visible_gpus(driver_has_devices: Optional[Callable[[], bool]] = None) -> list[str]:
     """The GPUs TensorFlow sees (physical device names)."""
-    # A CPU-only TensorFlow cannot see GPUs: ask it nothing (listing physical
-    # devices initialises the CUDA platform of a GPU build).
+    # Listing physical devices initialises the CUDA platform of a GPU build,
+    # which logs an error line ("failed call to cuInit") where there is no
+    # driver or no device: at our import it would read as our error. So a
+    # CPU-only TensorFlow is asked nothing, and a GPU build only once the
+    # driver itself says it has a device.
     if not tf.test.is_built_with_cuda():
         return []
+    if not (driver_has_devices or cuda_driver_has_devices)():
+        return []
     return [device.name for device in tf.config.list_physical_devices("GPU")]
+
+
+def cuda_driver_has_devices(load: Callable[[str], ctypes.CDLL] = ctypes.CDLL) -> bool:
+    """Whether the CUDA driver loads, initialises and counts at least one
+    device (honouring CUDA_VISIBLE_DEVICES, as it does for TensorFlow). Asks
+    the driver API directly, which logs nothing; TensorFlow's own later
+    cuInit gets the same answer."""
+    try:
+        driver = load(DRIVER_LIBRARY)
+    except OSError:  # no driver installed
+        return False
+    count = ctypes.c_int(0)
+    try:
+        if driver.cuInit(0) != 0:  # CUDA_SUCCESS is 0; no device, a broken driver, ...
+            return False
+        return driver.cuDeviceGetCount(ctypes.byref(count)) == 0 and count.value > 0
+    except AttributeError:  # not a CUDA driver after all
+        return False
 
 
 def compute_capability(gpu: str) -> Optional[tuple[int, int]]:

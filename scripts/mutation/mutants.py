@@ -43,6 +43,22 @@ MUTANTS: tuple[Mutant, ...] = (
         tests=(T + "test_serving_gate.py::test_string_input_signature_is_not_run_and_stops_the_run",),
     ),
     Mutant(
+        name="overwrite-replaces-any-folder",
+        promise="--overwrite replaces only a SavedModel or an empty folder; a folder of other files is refused",
+        file="serving/servable.py",
+        edits=(("if not any_directory and not _is_saved_model(dst) and any(dst.iterdir()):", "if False:"),),
+        tests=(T + "test_serving_bad_inputs.py::"
+               "test_overwrite_refuses_a_folder_that_is_not_a_saved_model_and_names_what_is_in_it",),
+    ),
+    Mutant(
+        name="damaged-variable-data-not-read",
+        promise="a SavedModel whose variable data fails its checksum is a bad SRC (exit 2), even with --no-verify",
+        file="serving/integrity.py",
+        edits=(("    _check_variable_contents(Path(path), proto)\n", ""),),
+        tests=(T + "test_serving_corrupt.py::"
+               "test_make_servable_exits_2_with_one_line_and_writes_nothing[variables_data_byte_flipped-no_verify]",),
+    ),
+    Mutant(
         name="backward-switch-ignored",
         promise="GRAD_REVERSE_BACKWARD=stock builds the gradient from stock ops only",
         file="ops.py",

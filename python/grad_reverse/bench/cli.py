@@ -19,7 +19,7 @@ from grad_reverse.bench.allocations import backward_allocations
 from grad_reverse.bench.limit import KernelBandwidth, LimitWays, kernel_bandwidth
 from grad_reverse.bench.measure import Limit, Result, limit_from_times
 
-FULL_SIZES = (1 << 10, 1 << 16, 1 << 20, 1 << 24, 1 << 26)
+FULL_SIZES = (1 << 10, 1 << 16, 1 << 20, 1 << 22, 1 << 24, 1 << 26)
 QUICK_SIZES = (1 << 10, 1 << 20, 1 << 24)
 DTYPES = tuple(d.name for d in grad_reverse.SUPPORTED_DTYPES)
 ALLOCATION_SIZE = 1 << 24
@@ -252,7 +252,7 @@ def add_cli(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--quick", action="store_true", help="three sizes (1K, 1M, 16M) and fewer rounds")
     parser.add_argument("--dtype", default="float32", choices=DTYPES)
     parser.add_argument("--out", metavar="DIR", help="write bench.json and bench.png here")
-    parser.add_argument("--sizes", type=_sizes_argument, help=table.SIZES_HELP + "; default 1K,64K,1M,16M,64M")
+    parser.add_argument("--sizes", type=_sizes_argument, help=table.SIZES_HELP + "; default 1K,64K,1M,4M,16M,64M")
     parser.add_argument("--rounds", type=_rounds_argument, help="interleaved rounds per case (default 41, --quick 11)")
     parser.add_argument("--lambda", dest="lambda_kind", choices=("both",) + cases.LAMBDA_KINDS, default="both",
                         help="time lambda as a tf.Variable, a Python float, or both (default)")

@@ -32,21 +32,42 @@ def sync() -> None:
 
 
 def interleaved(
-    calls: dict[str, Callable[[], object]], rounds: int, per_round: int = 1
+    calls: dict[str, Callable[[], object]], rounds: int, per_round: int = 1, settle: int = 0,
+    after_round: Optional[Callable[[], object]] = None, rotate: int = 0,
 ) -> dict[str, list[float]]:
     """Times each callable `rounds` times, one round of all of them at a time,
-    each sample the mean of `per_round` back-to-back calls. Warms up first."""
+    each sample the mean of `per_round` back-to-back calls. Warms up first.
+
+    `settle`: that many untimed calls right before each sample, so that
+    every callable is timed in its own steady state (its buffers in the
+    cache, as a training step's GRL finds its input and dy), not in the
+    state the callable before it left.
+    `after_round`: run, untimed, at the end of every round (see
+    `cases.recover`). `rotate`: the first that many callables start one
+    place later each round (round r: the r-th first, modulo that many), so
+    that each takes each place equally often and what one leaves behind for
+    the next weighs on all of them alike."""
     for fn in calls.values():
         fn()
     sync()
     times: dict[str, list[float]] = {name: [] for name in calls}
-    for _ in range(rounds):
-        for name, fn in calls.items():
+    names = list(calls)
+    for round_ in range(rounds):
+        shift = round_ % rotate if rotate else 0
+        order = names[shift:rotate] + names[:shift] + names[rotate:] if rotate else names
+        for name in order:
+            fn = calls[name]
+            for _ in range(settle):
+                fn()
+            sync()
             start = time.perf_counter()
             for _ in range(per_round):
                 fn()
             sync()
             times[name].append((time.perf_counter() - start) / per_round)
+        if after_round is not None:
+            after_round()
+            sync()
     return times
 
 

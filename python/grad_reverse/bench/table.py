@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import re
 import statistics
+import textwrap
 from typing import Optional, Sequence
 
 from grad_reverse.bench.limit import KernelBandwidth, beyond_cache, last_level_cache_bytes
 from grad_reverse.bench.measure import Limit, Result
 
+# Prose lines (the limit and kernel sections) wrap here; the table's rows
+# are as wide as their columns.
+WIDTH = 100
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 _SIZE = re.compile(r"(\d+)([KMG]?)", re.IGNORECASE)
 SIZES_HELP = "comma-separated element counts: 1024, 1K, 16M (K = 1024, M = 1024^2, G = 1024^3)"
@@ -84,27 +88,36 @@ def _cache_note(nbytes: int, buffers: int) -> str:
 
 def format_limits(limits: dict[int, Limit], dtype_size: int) -> str:
     """The limit per size, over all its cases' rounds, and each way's share."""
-    lines = ["memory-bandwidth limit (read+write GB/s), timed in the same rounds as the cases above and the "
-             "kernel alone: the fastest pass any of these ways made in the run, what every row of that size is "
-             "read against (a row's figure is its median call); each way at its fastest pass (median):"]
+    lines = [_wrapped("memory-bandwidth limit (read+write GB/s), timed in the same rounds as the cases above and "
+                      "the kernel alone: the fastest pass any of these ways made in the run, what every row of that "
+                      "size is read against (a row's figure is its median call); each way at its fastest pass "
+                      "(median):")]
     for nbytes, limit in sorted(limits.items()):
         ways = ", ".join(f"{name} {gbps:.1f} ({limit.medians[name]:.1f})" for name, gbps in limit.methods.items())
-        lines.append(f"  {size_label(nbytes // dtype_size):>6s}: {limit.gbps:6.1f} over {limit.rounds} rounds, "
-                     f"by {limit.method}  ({ways}){_cache_note(nbytes, 2)}")
+        lines.append(_wrapped(f"  {size_label(nbytes // dtype_size):>6s}: {limit.gbps:6.1f} over {limit.rounds} "
+                              f"rounds, by {limit.method}  ({ways}){_cache_note(nbytes, 2)}", indent=10))
     return "\n".join(lines)
+
+
+def _wrapped(text: str, indent: int = 0) -> str:
+    """`text` in lines of at most WIDTH characters, continuation lines indented by `indent`."""
+    return textwrap.fill(text, WIDTH, subsequent_indent=" " * indent, break_long_words=False,
+                         break_on_hyphens=False, drop_whitespace=True, replace_whitespace=False)
 
 
 def format_kernel_rows(rows: Sequence[KernelBandwidth], dtype: str) -> str:
     """The kernel alone, in place, against the limit timed in its rounds."""
-    lines = ["backward kernel alone, in place (read+write GB/s, median over rounds of 9 passes minus 1; the "
-             "limit: its size's, above, with the copying and in-place ways also timed in these rounds):"]
+    lines = [_wrapped("backward kernel alone, in place (read+write GB/s, median over rounds of 9 passes minus 1; "
+                      "the limit: its size's, above, with the copying and in-place ways also timed in these "
+                      "rounds):")]
     for row in rows:
         if row.gbps is None:
             lines.append(f"  {size_label(row.size):>6s} {dtype}: not measurable (8 passes took less than the noise)")
             continue
         fraction = row.fraction_of_limit()
         of_limit = f"  {fraction:.0%} of the limit {row.limit_gbps:.1f}" if fraction is not None else ""
-        lines.append(f"  {size_label(row.size):>6s} {dtype}: {row.gbps:6.1f}{of_limit}{_cache_note(row.nbytes, 1)}")
+        lines.append(_wrapped(f"  {size_label(row.size):>6s} {dtype}: {row.gbps:6.1f}{of_limit}"
+                              f"{_cache_note(row.nbytes, 1)}", indent=10))
     return "\n".join(lines)
 
 

@@ -10,6 +10,9 @@ from typing import Any
 from grad_reverse.demo import DEFAULT_OUT, DEFAULT_SEEDS, DEFAULT_STEPS
 
 HELP = "DANN on the inter-twinning moons: accuracies, plot, SavedModel export + serving check"
+# Printed before TensorFlow's import, which takes a minute or more the first
+# time after an install (Python compiles and the OS reads ~1 GB of files).
+LOADING_NOTE = "demo: loading TensorFlow (the first time after an install this takes a minute or more)"
 
 
 def _positive_int(text: str) -> int:
@@ -22,7 +25,8 @@ def _positive_int(text: str) -> int:
 def _run(args: argparse.Namespace) -> int:
     from grad_reverse.demo.experiment import run
 
-    result = run(args.out, seeds=args.seeds or DEFAULT_SEEDS, steps=args.steps, quiet=args.quiet)
+    result = run(args.out, seeds=args.seeds or DEFAULT_SEEDS, steps=args.steps, quiet=args.quiet,
+                 loading_seconds=getattr(args, "loading_seconds", None))
     if result["serving_check"] != 0:
         return result["serving_check"]
     # With the default steps, DANN not beating the plain network means the
@@ -52,4 +56,4 @@ def add_cli(subparsers: Any) -> None:
     parser.add_argument("--steps", type=_positive_int, default=DEFAULT_STEPS,
                         help=f"training steps per model (default: {DEFAULT_STEPS})")
     parser.add_argument("--quiet", action="store_true", help="no progress or report lines")
-    parser.set_defaults(run=_run)
+    parser.set_defaults(run=_run, loading_note=LOADING_NOTE)

@@ -17,6 +17,7 @@ from typing import Sequence
 
 import tensorflow as tf
 
+from grad_reverse.serving import integrity
 from grad_reverse.serving.constants import EXIT_ERROR, EXIT_FAILED, EXIT_OK, SERVING_TAG
 from grad_reverse.serving.saved_model_dir import PathLike, SavedModelError, read_saved_model
 
@@ -181,7 +182,9 @@ def check_serving(path: PathLike, tags: Sequence[str] = (SERVING_TAG,), out=None
     EXIT_FAILED (1) if not, EXIT_ERROR (2) on error."""
     out = out or sys.stdout
     try:
-        per_signature = signature_op_types(path, tags)
+        proto = read_saved_model(path)
+        integrity.check_whole(path, proto)
+        per_signature = meta_graph_op_types(meta_graph_for_tags(proto, tags, path))
         stock = stock_op_types()
     except SavedModelError as error:  # names the path itself
         print(f"check-serving: error: {error}", file=sys.stderr)

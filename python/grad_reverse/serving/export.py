@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
@@ -46,10 +44,13 @@ def export_serving(
 
     The export is Keras' own (`model.export(path)`: the same `serve` and
     `serving_default` signatures, input names and inference-mode layers),
-    written to a temporary folder beside `path` and rewritten into `path`
+    written to a hidden folder beside `path` and rewritten into `path`
     with every `GradReverse` replaced by `Identity` (see `make_servable`).
     So it also works for models that call `grad_reverse()` directly. An
-    existing `path` is replaced, as `model.export` would.
+    existing SavedModel at `path` is replaced, as `model.export` would; any
+    other non-empty directory there is refused (SavedModelError). The hidden
+    folder of a run that was killed is removed by the next run for `path`,
+    as make-servable's are.
 
     `check` (default) raises ValueError if a signature still needs an op
     stock TF Serving lacks (another library's custom op); `verify` also runs
@@ -58,12 +59,15 @@ def export_serving(
     and the rewriter's report.
     """
     from grad_reverse._keras import KERAS_3
+    from grad_reverse.serving import staging as staging_folder
     from grad_reverse.serving.servable import make_servable
 
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.keras-export-", dir=target.parent))
-    try:
+    notes: list[str] = []
+    with staging_folder.claimed_sibling(target, staging_folder.KERAS_EXPORT, notes) as staging:
+        if verbose:
+            print("\n".join(notes), end="\n" if notes else "")
         exported = staging / "saved_model"
         if KERAS_3:
             # Keras 3.0 had neither keyword (`verbose` came in 3.1-3.2,
@@ -82,8 +86,6 @@ def export_serving(
         make_servable(exported, target, overwrite=True, verify=verify, check=check, out=report)
         if verbose:
             print(report.getvalue(), end="")
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _export_parameters(model: Any) -> frozenset:

@@ -27,13 +27,20 @@ _SHARD = re.compile(r"^variables\.data-(\d+)-of-(\d+)$")
 class SavedModelError(ValueError):
     """A path that is not a usable SavedModel (or not a usable destination).
 
-    `str(error)` is "PATH: what is wrong", the path named once.
+    `str(error)` is "PATH: what is wrong", the path named once; `for_cli()`
+    says the same with the command line's flags instead of Python keywords.
     """
 
-    def __init__(self, path: PathLike, reason: str) -> None:
+    def __init__(self, path: PathLike, reason: str, cli_reason: str = "") -> None:
         super().__init__(f"{path}: {reason}")
         self.path = str(path)
         self.reason = reason
+        # The same reason with command-line flags where `reason` names Python keywords.
+        self.cli_reason = cli_reason or reason
+
+    def for_cli(self) -> str:
+        """"PATH: what is wrong", worded for the command line."""
+        return f"{self.path}: {self.cli_reason}"
 
 
 def saved_model_file(path: PathLike) -> Path:
@@ -46,6 +53,8 @@ def saved_model_file(path: PathLike) -> Path:
     for name in (BINARY_NAME, TEXT_NAME):  # the loader prefers the binary one
         if (directory / name).is_file():
             return directory / name
+        if (directory / name).exists():
+            raise SavedModelError(path, f"{name} is not a regular file (a directory?)")
     raise SavedModelError(path, f"not a SavedModel directory: it has no {BINARY_NAME} (or {TEXT_NAME})")
 
 

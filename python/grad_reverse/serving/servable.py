@@ -28,14 +28,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, TextIO
 
-from grad_reverse.serving import rewrite
+from grad_reverse.serving import integrity, rewrite
 from grad_reverse.serving import staging as staging_folder
 from grad_reverse.serving.check import meta_graph_op_types, stock_op_types
 from grad_reverse.serving.constants import SERVING_TAG
 from grad_reverse.serving.saved_model_dir import (
+    BINARY_NAME,
+    TEXT_NAME,
     PathLike,
     SavedModelError,
-    check_variables,
     read_saved_model,
     refresh_fingerprint,
     saved_model_file,
@@ -71,6 +72,7 @@ def make_servable(
     dst: PathLike,
     *,
     overwrite: bool = False,
+    overwrite_any_directory: bool = False,
     verify: bool = True,
     allow_unverified: bool = False,
     check: bool = True,
@@ -91,17 +93,20 @@ def make_servable(
     line that says what was proven. `check=False` skips the stock-op check,
     for callers that run `check_serving` themselves. Stale hidden copies that
     killed runs for the same `dst` left beside it are removed (and named).
+    `overwrite` replaces an existing `dst` only if it is a SavedModel (an
+    earlier copy) or an empty directory; `overwrite_any_directory` replaces
+    any directory, with every file in it.
 
-    Raises SavedModelError (src is not a usable SavedModel, dst exists without
-    `overwrite`, ...), NotServableError (check or verification failed) or its
+    Raises SavedModelError (src is not a usable SavedModel or a file of it is
+    damaged, dst exists without `overwrite`, ...), NotServableError (check or verification failed) or its
     subclass UnverifiedError (a signature was not run); in each case `dst` is
     left as it was.
     """
     out = out or sys.stdout
     src_path, dst_path = Path(src), Path(dst)
     proto = read_saved_model(src_path)
-    check_variables(src_path, proto)
-    _check_destination(src_path, dst_path, overwrite)
+    integrity.check_whole(src_path, proto)
+    _check_destination(src_path, dst_path, overwrite or overwrite_any_directory, overwrite_any_directory)
     try:
         changes = rewrite.rewrite_saved_model(proto)
     except ValueError as error:  # a node this rewriter does not understand
@@ -130,15 +135,34 @@ def make_servable(
     return report
 
 
-def _check_destination(src: Path, dst: Path, overwrite: bool) -> None:
+def _check_destination(src: Path, dst: Path, overwrite: bool, any_directory: bool) -> None:
     source, target = src.resolve(), dst.resolve()
     if target == source or source in target.parents or target in source.parents:
         raise SavedModelError(dst, f"DST must be outside SRC ({src}) and must not contain it; SRC is never written")
-    if dst.exists() or dst.is_symlink():
-        if not overwrite:
-            raise SavedModelError(dst, "already exists; pass --overwrite (overwrite=True) to replace it")
-        if not dst.is_dir() or dst.is_symlink():
-            raise SavedModelError(dst, "exists and is not a directory; not replacing it")
+    if not (dst.exists() or dst.is_symlink()):
+        return
+    if not overwrite:
+        raise SavedModelError(dst, "already exists; pass overwrite=True to replace it",
+                              cli_reason="already exists; pass --overwrite to replace it")
+    if not dst.is_dir() or dst.is_symlink():
+        raise SavedModelError(dst, "exists and is not a directory; not replacing it")
+    # --overwrite is for an earlier copy: a folder of other files is someone's work.
+    if not any_directory and not _is_saved_model(dst) and any(dst.iterdir()):
+        reason = (f"is not a SavedModel (it holds {_listing(dst)}), and overwrite replaces only a SavedModel "
+                  "or an empty directory; choose another DST, or delete it and its files with {}")
+        raise SavedModelError(dst, reason.format("overwrite_any_directory=True"),
+                              cli_reason=reason.format("--overwrite-any-directory"))
+
+
+def _is_saved_model(directory: Path) -> bool:
+    return any((directory / name).is_file() for name in (BINARY_NAME, TEXT_NAME))
+
+
+def _listing(directory: Path, shown: int = 3) -> str:
+    """'readme.txt, data/ and 4 more': what a user would lose."""
+    names = sorted(p.name + ("/" if p.is_dir() else "") for p in directory.iterdir())
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 def _print_changes(report: ServableReport, out: TextIO) -> None:
@@ -186,7 +210,9 @@ def _verify(src: Path, staging: Path, proto, report: ServableReport, allow_unver
             continue
         try:
             results = verify.verify(src, staging, meta_graph, tags)
-        except RuntimeError as error:  # a model that does not load at all, with or without the op
+        except verify.SourceLoadError as error:  # SRC itself is bad: exit 2, like any bad SRC
+            raise SavedModelError(src, f"does not load with TensorFlow ({integrity.first_line(error, src)})") from None
+        except RuntimeError as error:  # the copy does not load, though SRC does
             raise NotServableError(f"verify {tags}: {error}") from None
         for result in results:
             print(f"verify: {tags} signature '{result.key}': {result.status}: {result.detail}", file=out)

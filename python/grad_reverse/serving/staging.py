@@ -7,7 +7,9 @@ SavedModel), and every retry would add one more. So each run holds an
 exclusive `flock` on its sibling for as long as it exists; the kernel drops
 the lock when the process dies, however it dies. A later run for the same DST
 removes every such sibling it can lock (no live process owns it) and leaves
-the ones it cannot (another run is writing them).
+the ones it cannot (another run is writing them). `export_serving` writes
+Keras' export into a third kind, `.DST.keras-export-XXXXXXXX`, claimed and
+cleaned up the same way.
 
 Only folders make-servable made are removed: each holds an owner marker,
 `OWNER_MARKER` (host name, pid, start time), written while the new folder is
@@ -47,7 +49,9 @@ try:
 except ImportError:  # not POSIX: no flock, so no safe way to tell a live run's folder
     fcntl = None  # type: ignore[assignment]
 
-STAGING, OLD = "make-servable", "old"
+# make-servable's copy being written; the previous DST during --overwrite;
+# export_serving's Keras export, the SRC of its make-servable run.
+STAGING, OLD, KERAS_EXPORT = "make-servable", "old", "keras-export"
 # tempfile.mkdtemp's eight characters (earlier versions of make-servable) or
 # the hex ones made here.
 _SUFFIX = "[a-z0-9_]{8}"
@@ -118,7 +122,7 @@ def unmark(path: Path) -> None:
 
 def _remove_stale(dst: Path) -> list[str]:
     """Removes DST's siblings that a dead make-servable run on this host left; returns one line per finding."""
-    kinds = [STAGING] + ([OLD] if dst.is_dir() else [])
+    kinds = [STAGING, KERAS_EXPORT] + ([OLD] if dst.is_dir() else [])
     patterns = [sibling_pattern(dst, kind) for kind in kinds]
     lines = []
     for path in sorted(dst.parent.iterdir()):

@@ -21,7 +21,7 @@ from typing import Sequence
 import numpy as np
 import tensorflow as tf
 
-from grad_reverse.serving import signature_runner
+from grad_reverse.serving import held_stderr, signature_runner
 from grad_reverse.serving.saved_model_dir import PathLike
 
 UNKNOWN_DIMENSION = 2
@@ -29,6 +29,10 @@ SEED = 0
 # A signature's verdicts. NOT_RUN: no inputs could be generated, or SRC itself
 # fails on them, so nothing was compared; FAILED: one side ran, the other not.
 EQUAL, DIFFERENT, NOT_RUN, FAILED = "equal", "different", "not run", "failed"
+
+
+class SourceLoadError(RuntimeError):
+    """SRC does not load in this process (with the op library): a bad SRC, not a bad copy."""
 
 
 @dataclass
@@ -90,10 +94,12 @@ def verify(src: PathLike, dst: PathLike, meta_graph, tags: Sequence[str]) -> lis
 
 
 def _compare_runs(src: PathLike, dst: PathLike, tags: Sequence[str], inputs: dict) -> list[SignatureResult]:
-    try:
-        expected = signature_runner.run_signatures(str(src), list(tags), inputs)
-    except Exception as error:  # TensorFlow raises many types; the caller reports one line
-        raise RuntimeError(f"SRC {src} does not load here: {_last_line(str(error))}") from None
+    with held_stderr.stderr_held_back() as held:
+        try:
+            expected = signature_runner.run_signatures(str(src), list(tags), inputs)
+        except Exception as error:  # TensorFlow raises many types; the caller reports one line
+            held.drop()  # TensorFlow's log lines and tracebacks about it: summarised by the message
+            raise SourceLoadError(_last_line(str(error))) from None
     actual = _run_in_child(dst, tags, inputs)
     return [_compare(key, inputs[key], expected[key], actual[key]) for key in inputs]
 
