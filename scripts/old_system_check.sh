@@ -5,7 +5,9 @@
 # libraries is visible there, so a library that needs a newer glibc or
 # libstdc++ symbol fails to load.
 #
-#   sudo scripts/old_system_check.sh WHEEL [RELEASE]     (RELEASE: 2.15 by default)
+#   sudo scripts/old_system_check.sh WHEEL [RELEASE [TEST ...]]
+#
+# RELEASE: 2.15 by default; TEST: test files or folders (default: tests).
 #
 # Needs root (debootstrap, chroot, mounts) and debootstrap (apt-get install
 # debootstrap). The root is kept in build-old-system/ and reused; its
@@ -17,6 +19,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 wheel=$(realpath "${1:?usage: old_system_check.sh WHEEL [RELEASE]}")
 release=${2:-2.15}
+shift $(($# < 2 ? $# : 2))
+tests=("${@:-tests}")
 work=$PWD/build-old-system
 root=$work/root
 mkdir -p "$work"
@@ -52,7 +56,7 @@ inside pip install -q "tensorflow-cpu==$release.*" pytest hypothesis matplotlib
 inside pip install -q --force-reinstall --no-deps "/src/$(basename "$wheel")"
 echo "old_system_check.sh: $(inside ldd --version | head -n 1); $(inside python -c 'import platform, tensorflow as tf; print("Python", platform.python_version(), "TensorFlow", tf.__version__)' 2>/dev/null | tail -n 1)"
 status=0
-inside bash -c "cd /src && python -m pytest -q -p no:cacheprovider -m 'not slow' -rs tests" \
+inside bash -c "cd /src && python -m pytest -q -p no:cacheprovider -m 'not slow' -rs ${tests[*]}" \
   > "$work/tests-$release.log" 2>&1 || status=$?
 tail -n 30 "$work/tests-$release.log"
 echo "old_system_check.sh: pytest exit status $status (log: $work/tests-$release.log)"
