@@ -19,8 +19,10 @@ import pytest
 
 from grad_reverse import _gpu_support
 
-# absl's record prefix ("E0000 00:00:1796139968.060622   12400 "): time and thread differ between runs.
-_PREFIX = re.compile(r"^[IWEF]\d{4} [\d:.]+\s+\d+ ")
+# The record prefix, whose time and thread differ between runs: absl's
+# ("E0000 00:00:1796139968.060622   12400 ", TensorFlow 2.16+) or TensorFlow
+# 2.15's own ("2026-12-01 17:17:33.588786: ").
+_PREFIX = re.compile(r"^([IWEF]\d{4} [\d:.]+\s+\d+ |\d{4}-\d\d-\d\d [\d:.]+: )")
 
 
 def import_stderr(code: str) -> list[str]:
