@@ -50,10 +50,16 @@ BUILD_HINT = (
 )
 
 
+def _release(version: str) -> Optional[tuple[int, int]]:
+    """(2, 21) for "2.21.0", "2.21.0rc1" or "2.21"; None if it has no minor."""
+    match = re.match(r"\s*(\d+)\.(\d+)", version or "")
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
 def series(version: str) -> str:
     """"2.21" for "2.21.0", "2.21.0rc1" or "2.21"; the version itself if it has no minor."""
-    match = re.match(r"\s*(\d+)\.(\d+)", version or "")
-    return f"{match.group(1)}.{match.group(2)}" if match else str(version)
+    release = _release(version)
+    return "%d.%d" % release if release else str(version)
 
 
 def releases_held(libraries_dir: Path = LIBRARIES_DIR) -> list[str]:
@@ -80,8 +86,8 @@ def library_dir(libraries_dir: Path = LIBRARIES_DIR, running: Optional[str] = No
             f"grad_reverse: no native op library was found in {libraries_dir}. {BUILD_HINT}"
         )
     oldest, newest = ("%d.%d" % release for release in SUPPORTED)
-    wanted = series(running)
-    if _release(wanted) is not None and SUPPORTED[0] <= _release(wanted) <= SUPPORTED[1]:
+    wanted, release = series(running), _release(running)
+    if release is not None and SUPPORTED[0] <= release <= SUPPORTED[1]:
         other_way = (", or build grad-reverse from source against this TensorFlow "
                      "(`pip install --no-deps --force-reinstall .` in the grad-reverse source tree)")
     else:
@@ -95,11 +101,6 @@ def library_dir(libraries_dir: Path = LIBRARIES_DIR, running: Optional[str] = No
         f"TensorFlow {choices} (for example `pip install \"tensorflow-cpu=={held[-1]}.*\"`)"
         f"{other_way}."
     )
-
-
-def _release(version_series: str) -> Optional[tuple[int, int]]:
-    match = re.fullmatch(r"(\d+)\.(\d+)", version_series)
-    return (int(match.group(1)), int(match.group(2))) if match else None
 
 
 def library_path(libraries_dir: Path = LIBRARIES_DIR) -> Path:
