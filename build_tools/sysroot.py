@@ -17,7 +17,7 @@ alone (ar + tar), so the build machine needs no dpkg; absolute symbolic
 links inside them are made relative, so nothing in the sysroot points back
 to the build machine's own libraries.
 
-  python build_tools/sysroot.py DEST [--arch x86_64]
+  python build_tools/sysroot.py DEST [--arch x86_64|aarch64]
 
 prints the sysroot's path (DEST/<arch>); a sysroot already complete is
 reused. GRAD_REVERSE_DEBIAN_MIRROR names another mirror of the Debian pool.
@@ -66,6 +66,20 @@ PACKAGES = {
                 "20b1f56863dcc5f187d6cb53b2aa6149bd013be4ec67e10c2c31a22fda619a01"),
         Package("libgcc-s1", "10.2.1-6", "pool/main/g/gcc-10/libgcc-s1_10.2.1-6_amd64.deb",
                 "e478f2709d8474165bb664de42e16950c391f30eaa55bc9b3573281d83a29daf"),
+    ),
+    "aarch64": (
+        Package("libc6", "2.31-13+deb11u11", "pool/main/g/glibc/libc6_2.31-13+deb11u11_arm64.deb",
+                "baaa9aa184e2f21738c5819055e6740cc5b22f198e3f416e33f82b40ff6933d8"),
+        Package("libc6-dev", "2.31-13+deb11u11", "pool/main/g/glibc/libc6-dev_2.31-13+deb11u11_arm64.deb",
+                "28d478134722dcd4b0bd2045a199301d18713bf95947b9fce66634e7aeacab2e"),
+        Package("linux-libc-dev", "5.10.223-1", "pool/main/l/linux/linux-libc-dev_5.10.223-1_arm64.deb",
+                "8b6374a64412d33eac61d74f77b8f932da4b8a707ea8a614791e2a35b8917618"),
+        Package("libstdc++6", "10.2.1-6", "pool/main/g/gcc-10/libstdc++6_10.2.1-6_arm64.deb",
+                "7869aa540cc46e9f3d4267d5bde2af0e5b429a820c1d6f1a4cfccfe788c31890"),
+        Package("libstdc++-10-dev", "10.2.1-6", "pool/main/g/gcc-10/libstdc++-10-dev_10.2.1-6_arm64.deb",
+                "cee7ca63613b50a8a51cc670db385c7e6d1181b72c94148fc8b7992e4570782d"),
+        Package("libgcc-s1", "10.2.1-6", "pool/main/g/gcc-10/libgcc-s1_10.2.1-6_arm64.deb",
+                "e2fcdb378d3c1ad1bcb64d4fb6b37aab44011152beca12a4944f435a2582df1f"),
     ),
 }
 COMPLETE_MARKER = ".grad-reverse-sysroot.json"
@@ -157,7 +171,7 @@ def make_sysroot(dest: Path, arch: str) -> Path:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("dest", type=Path, help="folder to hold the sysroot and the downloaded packages")
-    parser.add_argument("--arch", default="x86_64", help="CPU of the sysroot (default: x86_64)")
+    parser.add_argument("--arch", default="x86_64", choices=sorted(PACKAGES), help="CPU of the sysroot (default: x86_64)")
     args = parser.parse_args(argv)
     try:
         print(make_sysroot(args.dest.resolve(), args.arch))

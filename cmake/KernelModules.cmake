@@ -11,6 +11,12 @@
 # GRAD_REVERSE_EXTRA_PYTHONS). pybind11_add_module serves one Python per
 # project (FindPython), hence this small twin of it: header-only pybind11,
 # hidden symbols, no libpython.
+#
+# Debian's Pythons (the aarch64 build's emulated one among them) keep their
+# pyconfig.h in a multiarch folder beside the headers
+# (<aarch64-linux-gnu/python3.11/pyconfig.h>): the parent of the include
+# folder is searched last, after the sysroot's headers, so nothing there
+# shadows the sysroot's C library.
 include_guard(GLOBAL)
 
 function(grad_reverse_add_kernel_module python)
@@ -30,6 +36,7 @@ function(grad_reverse_add_kernel_module python)
   set(target _kernels_python${version})
   add_library(${target} MODULE cc/pybind/kernels_module.cc)
   target_include_directories(${target} SYSTEM PRIVATE ${include_dir})
+  target_compile_options(${target} PRIVATE "-idirafter${include_dir}/..")
   target_link_libraries(${target} PRIVATE pybind11::headers grad_reverse_kernels)
   set_target_properties(${target} PROPERTIES
     PREFIX "" OUTPUT_NAME _kernels SUFFIX "${suffix}"
