@@ -78,54 +78,41 @@ if [ "$cpu" = aarch64 ]; then
   step "TensorFlow releases for aarch64: $releases"
   mkdir -p "$work/aarch64/bin"
   for release in $releases; do
-    # Google's `tensorflow` wheels cover aarch64 from 2.16; 2.15's `tensorflow`
-    # for aarch64 is a shim (selected by an environment marker, which pip
-    # evaluates for this x86-64 machine) over AWS's tensorflow-cpu-aws.
-    distribution=tensorflow
-    [ "$release" = 2.15 ] && distribution=tensorflow-cpu-aws
     site=$work/aarch64/tensorflow/$release
-    if ! compgen -G "$site/${distribution//-/_}-$release.*.dist-info" >/dev/null; then
-      rm -rf "$site"
-      "$python" -m pip install -q --target "$site" --only-binary=:all: --implementation cp --python-version 3.11 \
-        --platform manylinux_2_27_aarch64 --platform manylinux_2_28_aarch64 --platform manylinux2014_aarch64 \
-        "$distribution==$release.*"
-    fi
-    echo "  $release: $(basename "$(compgen -G "$site/${distribution//-/_}-$release.*.dist-info")" .dist-info)"
-    wrapper=$work/aarch64/bin/python-tf$release
-    printf '#!/bin/sh\nPYTHONPATH=%s exec %s %s "$@"\n' "$site" "$PWD/build_tools/aarch64_python.sh" "$root" > "$wrapper"
-    chmod +x "$wrapper"
-    tf_pythons+=("$wrapper")
+    echo "  $release: $(PYTHON=$python build_tools/aarch64_tensorflow.sh "$release" "$site")"
+    build_tools/aarch64_python.sh "$root" "$work/aarch64/bin/python-tf$release" "$site"
+    tf_pythons+=("$work/aarch64/bin/python-tf$release")
   done
   extra_pythons=("$work/aarch64/bin/python-tf${releases##* }")
   build_dir=$work/cmake-aarch64
 else
-step "TensorFlow releases: $releases"
-for release in $releases; do
-  venv=$work/tensorflow/$release
-  have=$("$venv/bin/python" -c "import importlib.metadata as m; print(m.version('tensorflow-cpu'))" 2>/dev/null || true)
-  if [[ "$have" != "$release".* ]]; then
-    rm -rf "$venv"
-    "$tf_python" -m venv "$venv"
-    "$venv/bin/pip" install -q "tensorflow-cpu==$release.*"
-    have=$("$venv/bin/python" -c "import importlib.metadata as m; print(m.version('tensorflow-cpu'))")
-  fi
-  echo "  $release: tensorflow-cpu $have"
-  tf_pythons+=("$venv/bin/python")
-done
+  step "TensorFlow releases: $releases"
+  for release in $releases; do
+    venv=$work/tensorflow/$release
+    have=$("$venv/bin/python" -c "import importlib.metadata as m; print(m.version('tensorflow-cpu'))" 2>/dev/null || true)
+    if [[ "$have" != "$release".* ]]; then
+      rm -rf "$venv"
+      "$tf_python" -m venv "$venv"
+      "$venv/bin/pip" install -q "tensorflow-cpu==$release.*"
+      have=$("$venv/bin/python" -c "import importlib.metadata as m; print(m.version('tensorflow-cpu'))")
+    fi
+    echo "  $release: tensorflow-cpu $have"
+    tf_pythons+=("$venv/bin/python")
+  done
 
-step "Pythons for the kernel module: $pythons"
-own=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
-for version in $pythons; do
-  [ "$version" = "$own" ] && continue  # the build's own Python gets it anyway
-  interpreter=$("$python" build_tools/find_python.py "$version" || true)
-  if [ -z "$interpreter" ] || ! "$interpreter" -c 'import sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'; then
-    echo "  Python $version: not found (or without its headers): the wheel has no kernel module for it"
-    continue
-  fi
-  extra_pythons+=("$interpreter")
-  echo "  Python $version: $interpreter"
-done
-build_dir=$work/cmake
+  step "Pythons for the kernel module: $pythons"
+  own=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+  for version in $pythons; do
+    [ "$version" = "$own" ] && continue  # the build's own Python gets it anyway
+    interpreter=$("$python" build_tools/find_python.py "$version" || true)
+    if [ -z "$interpreter" ] || ! "$interpreter" -c 'import sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'; then
+      echo "  Python $version: not found (or without its headers): the wheel has no kernel module for it"
+      continue
+    fi
+    extra_pythons+=("$interpreter")
+    echo "  Python $version: $interpreter"
+  done
+  build_dir=$work/cmake
 fi
 
 step "wheel"
@@ -141,6 +128,7 @@ GRAD_REVERSE_PORTABLE_WHEEL=1 "$python" -m pip wheel --no-deps --wheel-dir "$raw
   -C cmake.define.GRAD_REVERSE_CUDA="$cuda" \
   -C cmake.define.GRAD_REVERSE_TENSORFLOW_PYTHONS="$(join "${tf_pythons[@]}")" \
   -C cmake.define.GRAD_REVERSE_EXTRA_PYTHONS="$(join "${extra_pythons[@]}")" \
+  -C cmake.define.GRAD_REVERSE_PYTHON_ROOT="${root:-}" \
   .
 
 step "auditwheel"

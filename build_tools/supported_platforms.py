@@ -6,11 +6,15 @@ fail deep in CMake or at link time, so `pip install .` stops at its start
 instead (tensorflow_requirement.py calls `check_platform` first), unless
 GRAD_REVERSE_ALLOW_UNTESTED_PLATFORM=1 asks to try anyway.
 
-  tested         Linux x86-64: built, and the whole test suite run, in CI
-  compiled only  Linux aarch64: the framework-free CPU kernels (cc/kernels/,
-                 the portable path being the only one off x86) cross-compile;
-                 the op library was never built there, no test has run there
-  untested       every other OS or CPU
+  tested                  Linux x86-64: built, and the whole test suite run,
+                          in CI
+  tested under emulation  Linux aarch64: the portable wheel cross-compiled
+                          against TensorFlow's aarch64 wheels, and the op's
+                          tests run in aarch64 CPython under qemu's user-mode
+                          emulation (scripts/aarch64_emulated_tests.sh); no
+                          native aarch64 machine, no GPU, and no source build
+                          (`pip install .`) on aarch64 has run
+  untested                every other OS or CPU
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from typing import Optional
 
 ALLOW_UNTESTED_VARIABLE = "GRAD_REVERSE_ALLOW_UNTESTED_PLATFORM"
 TESTED = {("linux", "x86_64")}
-COMPILED_ONLY = {("linux", "aarch64")}
+EMULATED = {("linux", "aarch64")}
 # Display names for the message; `sys.platform` values.
 OS_NAMES = {"linux": "Linux", "darwin": "macOS", "win32": "Windows", "cygwin": "Cygwin"}
 # platform.machine() spellings of the same CPU.
@@ -46,11 +50,11 @@ def current() -> tuple[str, str]:
 
 
 def support_level(system: str, machine: str) -> str:
-    """"tested", "compiled only" or "untested"."""
+    """"tested", "tested under emulation" or "untested"."""
     if (system, machine) in TESTED:
         return "tested"
-    if (system, machine) in COMPILED_ONLY:
-        return "compiled only"
+    if (system, machine) in EMULATED:
+        return "tested under emulation"
     return "untested"
 
 
@@ -67,8 +71,8 @@ def untested_message(system: str, machine: str) -> Optional[str]:
         return None
     name = OS_NAMES.get(system, system)
     return (
-        f"grad-reverse is built and tested on {_named(TESTED)} only ({_named(COMPILED_ONLY)}: compiled, "
-        f"not tested); this is {name} ({system}, {machine}), where its build has never run: "
+        f"grad-reverse is built and tested on {_named(TESTED)} only ({_named(EMULATED)}: tested under "
+        f"emulation); this is {name} ({system}, {machine}), where its build has never run: "
         f"the build has no {name} branch, so it would most likely stop in CMake or at link "
         f"time. Use Linux (or WSL 2 on Windows, a Linux container on macOS), or set "
         f"{ALLOW_UNTESTED_VARIABLE}=1 to try anyway."

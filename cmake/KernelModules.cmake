@@ -17,7 +17,13 @@
 # (<aarch64-linux-gnu/python3.11/pyconfig.h>): the parent of the include
 # folder is searched last, after the sysroot's headers, so nothing there
 # shadows the sysroot's C library.
+#
+# An emulated interpreter (the aarch64 build's, build_tools/aarch64_python.sh)
+# names its headers as it sees them, inside its root: GRAD_REVERSE_PYTHON_ROOT
+# is that root, put before the folder it names.
 include_guard(GLOBAL)
+set(GRAD_REVERSE_PYTHON_ROOT "" CACHE PATH
+    "The root that the emulated interpreters of GRAD_REVERSE_EXTRA_PYTHONS see as / (cross builds)")
 
 function(grad_reverse_add_kernel_module python)
   execute_process(
@@ -30,6 +36,7 @@ function(grad_reverse_add_kernel_module python)
   list(GET answer 0 version)
   list(GET answer 1 include_dir)
   list(GET answer 2 suffix)
+  set(include_dir "${GRAD_REVERSE_PYTHON_ROOT}${include_dir}")
   if(NOT EXISTS "${include_dir}/Python.h")
     message(FATAL_ERROR "grad_reverse: ${python} (Python ${version}) has no headers at ${include_dir}")
   endif()

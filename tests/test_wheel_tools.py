@@ -7,6 +7,7 @@ import hashlib
 import io
 import sys
 import tarfile
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -65,9 +66,19 @@ def test_a_package_whose_hash_is_not_the_pinned_one_is_refused(tmp_path):
     assert not (tmp_path / "libc6_1_amd64.deb").exists()  # the bad copy is not reused
 
 
-def test_every_pinned_package_names_a_version_and_a_sha256():
-    for package in sysroot.PACKAGES["x86_64"]:
+@pytest.mark.parametrize("arch, debian_arch", [("x86_64", "amd64"), ("aarch64", "arm64")])
+def test_every_pinned_package_names_a_version_and_a_sha256(arch, debian_arch):
+    for package in sysroot.PACKAGES[arch]:
         assert package.version in package.pool_path and len(package.sha256) == 64
+        assert package.pool_path.endswith(f"_{debian_arch}.deb"), package.pool_path
+
+
+def test_both_sysroots_hold_the_same_packages_and_versions():
+    # The aarch64 wheel is compiled against the same glibc and libstdc++ as
+    # the x86-64 one: the same symbol limits hold for both.
+    def pins(arch):
+        return [(package.name, package.version) for package in sysroot.PACKAGES[arch]]
+    assert pins("aarch64") == pins("x86_64")
 
 
 @pytest.mark.parametrize("platform_tag, ok", [
@@ -76,10 +87,35 @@ def test_every_pinned_package_names_a_version_and_a_sha256():
     ("manylinux_2_27_x86_64", True),
     ("manylinux_2_28_x86_64", False),
     ("linux_x86_64", False),
+    ("manylinux_2_24_aarch64", True),
+    ("manylinux_2_17_aarch64.manylinux2014_aarch64", True),
+    ("manylinux_2_28_aarch64", False),
+    ("linux_aarch64", False),
+    ("manylinux_2_17_ppc64le", False),
 ])
 def test_the_wheel_tag_must_be_manylinux_2_27_or_older(platform_tag, ok):
     problems = check_wheel.tag_problems(Path(f"grad_reverse-0.1.0-py3-none-{platform_tag}.whl"))
     assert (problems == []) == ok, problems
+
+
+def _elf_header(machine: int) -> bytes:
+    # e_ident (64-bit, little-endian), e_type ET_DYN, e_machine: what the check reads.
+    return b"\x7fELF\x02\x01\x01" + bytes(9) + (3).to_bytes(2, "little") + machine.to_bytes(2, "little") + bytes(44)
+
+
+@pytest.mark.parametrize("cpu, machine, ok", [
+    ("aarch64", 183, True), ("aarch64", 62, False), ("x86_64", 62, True), ("x86_64", 183, False)])
+def test_a_library_built_for_another_cpu_than_the_tags_is_reported(tmp_path, monkeypatch, cpu, machine, ok):
+    wheel = tmp_path / f"grad_reverse-0.1.0-py3-none-manylinux_2_24_{cpu}.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr(f"grad_reverse/_kernels.cpython-311-{cpu}-linux-gnu.so", _elf_header(machine))
+    # Symbol reading is binutils' job, checked elsewhere; here only the CPU.
+    monkeypatch.setattr(check_wheel, "newest_versions", lambda path: {})
+    monkeypatch.setattr(check_wheel, "undefined_cuda_symbols", lambda path: [])
+    problems = check_wheel.check(wheel, [])
+    assert (problems == []) == ok, problems
+    if not ok:
+        assert f"not an ELF library for {cpu}" in problems[0]
 
 
 def test_symbol_versions_above_tensorflows_own_are_reported():
