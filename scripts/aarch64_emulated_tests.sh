@@ -10,7 +10,7 @@
 #
 # GRAD_REVERSE_AARCH64_TESTS overrides the test files (space-separated; the
 # default below, docs/building.md says why these). Logs go to
-# build-aarch64-tests/<release>.log; the script prints one line per release
+# build-aarch64-tests/<release>.log (GRAD_REVERSE_AARCH64_TESTS_DIR: another folder); the script prints one line per release
 # and exits 1 when a release's run fails or its tests did not all pass.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,7 +29,8 @@ python=${PYTHON:-python3}
 tests=${GRAD_REVERSE_AARCH64_TESTS:-tests/test_machine.py tests/test_op.py tests/test_backward.py \
 tests/test_lambda_input.py tests/test_nonfinite_lambda.py tests/test_xla.py tests/test_layer.py \
 tests/test_serving_make_servable.py tests/test_loader.py tests/test_symbols.py tests/test_kernels_module.py}
-work=$PWD/build-aarch64-tests
+# Two runs at once need two folders (GRAD_REVERSE_AARCH64_TESTS_DIR).
+work=$(mkdir -p "${GRAD_REVERSE_AARCH64_TESTS_DIR:-build-aarch64-tests}" && cd "${GRAD_REVERSE_AARCH64_TESTS_DIR:-build-aarch64-tests}" && pwd)
 mkdir -p "$work"
 start=$SECONDS
 
@@ -52,7 +53,7 @@ for release in "${releases[@]}"; do
   began=$SECONDS
   # shellcheck disable=SC2086  # one word per test file
   if PATH=$no_compiler GRAD_REVERSE_EXPECT_MACHINE=aarch64 GRAD_REVERSE_EXPECT_PORTABLE=1 GRAD_REVERSE_EXPECT_CUDA=0 \
-      "$interpreter" -m pytest -q -p no:cacheprovider -m "not slow" -rs $tests > "$log" 2>&1; then
+      "$interpreter" -m pytest -q -p no:cacheprovider -m "not slow" -rs --durations=10 $tests > "$log" 2>&1; then
     result=passed
   else
     result=FAILED

@@ -388,13 +388,14 @@ def test_grad_reverse_or_identity_follows_the_layer_rule():
 @pytest.fixture(scope="session")
 def runner(tmp_path_factory) -> Path:
     """cc/tools/saved_model_runner, built against this TensorFlow with CMake."""
+    if not (shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")):
+        # Where the portable wheel is installed without a compiler (CI's wheel
+        # step, the emulated aarch64 run).
+        pytest.skip("no C++ compiler on PATH: the C++ loader tests compile cc/tools/saved_model_runner")
     # The environment's bin directory first: pip installs cmake there.
     cmake = shutil.which("cmake", path=str(Path(sys.executable).parent)) or shutil.which("cmake")
     if cmake is None:
         pytest.fail("the C++ loader tests build cc/tools with CMake: `pip install cmake`")
-    if not (shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")):
-        # Where the portable wheel is installed without a compiler (CI's wheel step).
-        pytest.skip("no C++ compiler on PATH: the C++ loader tests compile cc/tools/saved_model_runner")
     source = REPO_ROOT / "cc" / "tools"
     assert (source / "CMakeLists.txt").is_file(), f"no source tree at {REPO_ROOT}"
     build = tmp_path_factory.mktemp("saved_model_runner")
