@@ -35,13 +35,19 @@ mkdir -p "$work"
 start=$SECONDS
 
 root=$(build_tools/emulated_root.sh "$PWD/build-wheel/aarch64/root")
-# The wheel and pytest, installed once for all releases (pip on this machine,
-# told the target's platform: nothing is compiled, nothing runs for aarch64).
-rm -rf "$work/wheel"
-"$python" -m pip install -q --no-deps --target "$work/wheel" --only-binary=:all: --implementation cp \
-  --python-version 3.11 --platform manylinux_2_27_aarch64 "$wheel"
+# pip and pytest (pure Python) for the emulated interpreter; then the wheel,
+# installed once for all releases by pip running in that interpreter, so pip
+# judges the wheel's tags as on an aarch64 machine (glibc, CPU), and with no
+# compiler on PATH.
+[ -d "$work/pip/pip" ] || "$python" -m pip install -q --target "$work/pip" "pip>=23"
 [ -d "$work/pytest/pytest" ] || "$python" -m pip install -q --target "$work/pytest" "pytest>=7"
 no_compiler=$("$python" build_tools/no_compiler_path.py "$work/no-compiler")
+build_tools/aarch64_python.sh "$root" "$work/bin/python-pip" "$work/pip"
+rm -rf "$work/wheel"
+began=$SECONDS
+PATH=$no_compiler "$work/bin/python-pip" -m pip install -q --disable-pip-version-check --no-deps --no-index \
+  --target "$work/wheel" "$wheel"
+echo "aarch64 (emulated) pip install of $(basename "$wheel"): $((SECONDS - began)) s"
 
 failed=0
 for release in "${releases[@]}"; do
