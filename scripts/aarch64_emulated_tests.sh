@@ -65,7 +65,8 @@ for release in "${releases[@]}"; do
     result=FAILED
     failed=1
   fi
-  echo "aarch64 (emulated) $tensorflow: $result, $(grep -E '^[0-9]+ (passed|failed)|^=+ .*(passed|failed|error)' "$log" | tail -1 | tr -d '=') ($((SECONDS - began)) s; $log)"
+  summary=$(grep -E '[0-9]+ (passed|failed|errors?|skipped)' "$log" | tail -n 1 | tr -d '=' | xargs)
+  echo "aarch64 (emulated) $tensorflow: $result, ${summary:-no test ran} ($((SECONDS - began)) s; $log)"
 done
 echo "aarch64_emulated_tests.sh: $((SECONDS - start)) s"
 exit $failed
