@@ -26,14 +26,11 @@ import zipfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from elf_symbols import format_version, newest_versions, too_new, undefined_cuda_symbols  # noqa: E402
+from elf_symbols import (ELF_MACHINES, elf_machine, format_version, newest_versions, too_new,  # noqa: E402
+                         undefined_cuda_symbols)
 
 NEWEST_TAG = (2, 27)
 OP_LIBRARY = re.compile(r"grad_reverse/_libs/tf(\d+\.\d+)/_grad_reverse_ops\.so")
-
-
-# ELF e_machine of each CPU a wheel is built for.
-ELF_MACHINES = {"x86_64": 62, "aarch64": 183}
 
 
 def wheel_cpu(wheel: Path) -> str | None:
@@ -59,12 +56,6 @@ def tag_problems(wheel: Path) -> list[str]:
     return []
 
 
-def elf_machine(path: Path) -> int:
-    """e_machine of an ELF file (little-endian, as on both CPUs)."""
-    header = path.read_bytes()[:20]
-    return int.from_bytes(header[18:20], "little") if header[:4] == b"\x7fELF" else -1
-
-
 def check(wheel: Path, releases: list[str]) -> list[str]:
     problems = tag_problems(wheel)
     cpu = wheel_cpu(wheel)
@@ -75,8 +66,9 @@ def check(wheel: Path, releases: list[str]) -> list[str]:
         print(f"{wheel.name}: {wheel.stat().st_size / 2**20:.1f} MiB, {len(libraries)} shared libraries")
         for name in sorted(libraries):
             path = Path(archive.extract(name, scratch))
-            if cpu and elf_machine(path) != ELF_MACHINES[cpu]:
-                problems.append(f"{name} is not an ELF library for {cpu} (e_machine {elf_machine(path)}, "
+            machine = elf_machine(path)
+            if cpu and machine != ELF_MACHINES[cpu]:
+                problems.append(f"{name} is not an ELF library for {cpu} (e_machine {machine}, "
                                 f"{ELF_MACHINES[cpu]} expected)")
             versions = newest_versions(path)
             cuda = undefined_cuda_symbols(path)

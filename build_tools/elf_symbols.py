@@ -1,6 +1,7 @@
 """What a shared library asks of the system that loads it, read with binutils
 (`objdump -T`, `nm -D`): the newest glibc / libstdc++ symbol versions it
-needs, and the CUDA runtime symbols it leaves for another library to define.
+needs, and the CUDA runtime symbols it leaves for another library to define;
+and the CPU it is built for (its ELF header's e_machine).
 
 Used by build_tools/check_wheel.py and by the tests (tests/test_symbols.py).
 """
@@ -18,6 +19,8 @@ LIMITS = {"GLIBC": (2, 27), "GLIBCXX": (3, 4, 22), "CXXABI": (1, 3, 11)}
 _VERSION = re.compile(r"\b(GLIBC|GLIBCXX|CXXABI)_(\d+(?:\.\d+)*)\b")
 # The CUDA runtime API and the registration hooks nvcc's code calls.
 _CUDA_SYMBOL = re.compile(r"^(cuda|__cuda)\w*")
+# ELF e_machine of each CPU a wheel is built for (the ELF specification's registry).
+ELF_MACHINES = {"x86_64": 62, "aarch64": 183}
 
 
 def _run(*command: str) -> str:
@@ -53,3 +56,10 @@ def undefined_cuda_symbols(library: Path) -> list[str]:
     version), not by the runtime the kernels were compiled for."""
     names = (line.split()[-1] for line in _run("nm", "-D", "--undefined-only", str(library)).splitlines() if line.strip())
     return sorted(name.split("@")[0] for name in names if _CUDA_SYMBOL.match(name))
+
+
+def elf_machine(path: Path) -> int:
+    """The file's ELF e_machine (ELF_MACHINES), or -1 for a file that is not
+    ELF. Read little-endian: both CPUs' ELF files are."""
+    header = path.read_bytes()[:20]
+    return int.from_bytes(header[18:20], "little") if header[:4] == b"\x7fELF" else -1

@@ -30,8 +30,8 @@ tests=${GRAD_REVERSE_AARCH64_TESTS:-tests/test_machine.py tests/test_op.py tests
 tests/test_lambda_input.py tests/test_nonfinite_lambda.py tests/test_xla.py tests/test_layer.py \
 tests/test_serving_make_servable.py tests/test_loader.py tests/test_symbols.py tests/test_kernels_module.py}
 # Two runs at once need two folders (GRAD_REVERSE_AARCH64_TESTS_DIR).
-work=$(mkdir -p "${GRAD_REVERSE_AARCH64_TESTS_DIR:-build-aarch64-tests}" && cd "${GRAD_REVERSE_AARCH64_TESTS_DIR:-build-aarch64-tests}" && pwd)
-mkdir -p "$work"
+work=${GRAD_REVERSE_AARCH64_TESTS_DIR:-build-aarch64-tests}
+mkdir -p "$work" && work=$(cd "$work" && pwd)
 start=$SECONDS
 
 root=$(build_tools/emulated_root.sh "$PWD/build-wheel/aarch64/root")
