@@ -29,8 +29,11 @@ function(grad_reverse_add_stable_library python)
   # Only the C headers: none of TensorFlow's C++ flags (its ABI macro, Eigen's
   # alignment) matter to code that passes no C++ type across the boundary.
   target_include_directories(_grad_reverse_ops_stable SYSTEM PRIVATE ${TF_INCLUDE_DIR})
+  # libstdc++ before TensorFlow's library on the link line: that library
+  # exports some std:: functions too (std::string's, unversioned), and a
+  # reference the linker binds there would tie us to what one release exports.
   target_link_libraries(_grad_reverse_ops_stable PRIVATE grad_reverse_cpu_kernels
-    ${TF_LIB_DIR}/libtensorflow_framework.so.2)
+    stdc++ ${TF_LIB_DIR}/libtensorflow_framework.so.2)
   # Our static kernels' C++ symbols stay private to the library.
   target_link_options(_grad_reverse_ops_stable PRIVATE "LINKER:--exclude-libs,ALL")
   install(TARGETS _grad_reverse_ops_stable LIBRARY DESTINATION ${PACKAGE_DIR}/_libs/${folder})
@@ -44,7 +47,7 @@ function(grad_reverse_add_stable_library python)
   \"cuda_architectures\": \"\",
   \"gpu_forward\": true,
   \"xla\": false,
-  \"xla_note\": \"the stable-ABI library has no XLA kernels (they need TensorFlow's C++ API)\"
+  \"xla_note\": \"XLA kernels need TensorFlow's C++ API, which the stable-ABI library does not use\"
 }
 ")
   file(GENERATE OUTPUT ${CMAKE_BINARY_DIR}/${folder}/_build_info.json CONTENT "${build_info}")

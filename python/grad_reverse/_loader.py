@@ -157,7 +157,7 @@ def choose(libraries_dir: Path = LIBRARIES_DIR, running: Optional[str] = None,
     running = running or tf.__version__
     mode = parse_library_mode(os.environ.get(LIBRARY_VARIABLE) if mode is None else mode)
     stable = libraries_dir / STABLE_DIR_NAME
-    has_stable = (stable / LIBRARY_NAME).is_file()
+    stable_held = has_stable(libraries_dir)
     release = _release(running)
     if release is not None and release < SUPPORTED[0]:
         raise ImportError(
@@ -167,7 +167,7 @@ def choose(libraries_dir: Path = LIBRARIES_DIR, running: Optional[str] = None,
             f"`pip install \"tensorflow-cpu=={'%d.%d' % SUPPORTED[1]}.*\"`)."
         )
     if mode == STABLE:
-        if not has_stable:
+        if not stable_held:
             raise ImportError(
                 f"grad_reverse: {LIBRARY_VARIABLE}={STABLE}, but this installation has no "
                 f"stable-ABI library ({stable / LIBRARY_NAME}). Unset it, or reinstall grad-reverse "
@@ -175,7 +175,7 @@ def choose(libraries_dir: Path = LIBRARIES_DIR, running: Optional[str] = None,
             )
         return Choice(stable, STABLE, f"chosen by {LIBRARY_VARIABLE}={STABLE}")
     own = libraries_dir / f"tf{series(running)}"
-    if mode == RELEASE or own.is_dir() or not has_stable:
+    if mode == RELEASE or own.is_dir() or not stable_held:
         directory = library_dir(libraries_dir, running)
         why = f"chosen by {LIBRARY_VARIABLE}={RELEASE}" if mode == RELEASE else (
             f"the C++ library built for TensorFlow {series(running)}, the running release")
@@ -193,6 +193,11 @@ def choose(libraries_dir: Path = LIBRARIES_DIR, running: Optional[str] = None,
         f"runs where; set {LIBRARY_VARIABLE}={STABLE} to choose it explicitly and silence this warning."
     )
     return Choice(stable, STABLE, reason, warning)
+
+
+def has_stable(libraries_dir: Path = LIBRARIES_DIR) -> bool:
+    """Whether this installation holds the stable-ABI library."""
+    return (libraries_dir / STABLE_DIR_NAME / LIBRARY_NAME).is_file()
 
 
 _chosen: Optional[Choice] = None
