@@ -208,9 +208,11 @@ def run_environment(rows: list[Row], out: Path, source: Path, keep: bool, wheel:
     log = out / f"tf{row.release}-py{row.python}.log"
     log.write_text("")
     # The build's settings stay out of a row; what the tests should expect
-    # of the build (GRAD_REVERSE_EXPECT_*) goes in.
+    # of the build (GRAD_REVERSE_EXPECT_*), and another TensorFlow's Python
+    # to move a SavedModel to and from, go in.
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("VIRTUAL_ENV", "PYTHONPATH", "GRAD_REVERSE_")) or k.startswith("GRAD_REVERSE_EXPECT_")}
+           if not k.startswith(("VIRTUAL_ENV", "PYTHONPATH", "GRAD_REVERSE_"))
+           or k.startswith(("GRAD_REVERSE_EXPECT_", "GRAD_REVERSE_OTHER_TENSORFLOW_PYTHON"))}
     env["TF_CPP_MIN_LOG_LEVEL"] = "2"
     run = Runner(log, source, env)
     try:

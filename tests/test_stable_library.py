@@ -125,8 +125,10 @@ LOAD = """
         tape.watch(x)
         y = loaded(x)
     dx = tape.gradient(y, x)
-    ops = {op.type for op in loaded.__call__.get_concrete_function(
-        tf.TensorSpec([None, 3], tf.float32)).graph.get_operations()}
+    from tensorflow.core.protobuf import saved_model_pb2
+    saved = saved_model_pb2.SavedModel.FromString(open("model/saved_model.pb", "rb").read())
+    ops = {node.op for graph in saved.meta_graphs for function in graph.graph_def.library.function
+           for node in function.node_def}
     print("GradReverse" in ops, y.numpy().view(np.uint32).tolist() == (2.0 * x).numpy().view(np.uint32).tolist(),
           dx.numpy().view(np.uint32).tolist() == tf.fill([4, 3], -1.0).numpy().view(np.uint32).tolist(),
           grad_reverse.BUILD_INFO["library"]["kind"])
@@ -275,3 +277,26 @@ def test_info_names_the_library_and_why_it_was_chosen(tmp_path):
     assert lines["library_kind"].startswith("stable-ABI")
     assert lines["library_chosen_because"] == "chosen by GRAD_REVERSE_LIBRARY=stable"
     assert lines["xla_kernels_compiled"].startswith("no")
+
+
+OTHER_PYTHON = os.environ.get("GRAD_REVERSE_OTHER_TENSORFLOW_PYTHON")
+
+
+@pytest.mark.skipif(not OTHER_PYTHON, reason="GRAD_REVERSE_OTHER_TENSORFLOW_PYTHON names no Python of another "
+                                             "TensorFlow with grad_reverse (CI's nightly row sets it)")
+@pytest.mark.parametrize("direction", ["exported there, loaded here", "exported here, loaded there"])
+def test_a_savedmodel_moves_between_two_tensorflow_releases(tmp_path, direction):
+    """E.g. one made under 2.21 with its C++ library runs under the nightly with
+    the stable library, and the other way round, with the same bits."""
+    here = [sys.executable, "-c"]
+    there = [OTHER_PYTHON, "-c"]
+    exporter, loader = (there, here) if direction.startswith("exported there") else (here, there)
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    env.pop("GRAD_REVERSE_LIBRARY", None)  # each side loads what its installation chooses
+    exported = subprocess.run([*exporter, textwrap.dedent(EXPORT)], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=300)
+    assert exported.returncode == 0, exported.stderr[-3000:]
+    loaded = subprocess.run([*loader, textwrap.dedent(LOAD)], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert loaded.returncode == 0, loaded.stderr[-3000:]
+    assert loaded.stdout.split()[:3] == ["True", "True", "True"], loaded.stdout

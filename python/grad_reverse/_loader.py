@@ -309,9 +309,18 @@ def _configure_stable(library: Path) -> None:
             f"grad_reverse: the stable-ABI library {library} could not register its ops with "
             f"TensorFlow {tf.__version__}: {refused.decode()}."
         )
-    threads = tf.config.threading.get_intra_op_parallelism_threads()
+    threads = _configured_intra_op_threads()
     if threads > 0:
         handle.GradReverseSetMaxThreads(ctypes.c_int(threads))
+
+
+def _configured_intra_op_threads() -> int:
+    """tf.config.threading's intra-op setting, 0 when unset, read without
+    initialising the devices: the public getter does (it asks CUDA for GPUs,
+    which logs a cuInit failure on a machine without a driver, at import)."""
+    from tensorflow.python.eager import context  # private: no public getter that leaves devices alone
+
+    return int(getattr(context.context(), "_intra_op_parallelism_threads", None) or 0)
 
 
 def _elf_problem(path: Path) -> Optional[str]:
