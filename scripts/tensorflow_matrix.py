@@ -281,6 +281,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--wheel", type=Path, help="install this wheel in each row instead of building the source tree")
     parser.add_argument("--tests", nargs="+", default=["tests"], metavar="PATH",
                         help="test files or folders to run, relative to the source tree (default: tests)")
+    parser.add_argument("--library", choices=("auto", "release", "stable"), default="auto",
+                        help="GRAD_REVERSE_LIBRARY for the tests (default %(default)s)")
     parser.add_argument("--stable-tests", nargs="+", default=[], metavar="PATH",
                         help="run these again in each row with GRAD_REVERSE_LIBRARY=stable (a row of their own)")
     parser.add_argument("--require-pass", action="store_true",
@@ -296,7 +298,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         commit = copy_source(Path(source))
         done: list[Row] = []
         for row in rows:
-            row.source_commit = commit
+            row.source_commit, row.library = commit, args.library
             print(f"TensorFlow {row.release}, Python {row.python} ...", flush=True)
             for result in run_row(row, args.out, Path(source), args.keep_venvs,
                                   args.wheel and args.wheel.resolve(), args.tests, args.stable_tests):
