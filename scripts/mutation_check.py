@@ -35,7 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from mutation import runner  # noqa: E402
-from mutation.mutants import MUTANTS, Mutant  # noqa: E402
+from mutation.mutants import MUTANTS, SOURCE, Mutant  # noqa: E402
 
 TIMEOUT_S = 300  # per pytest run; a mutant whose tests hang past it is INCONCLUSIVE, not killed
 
@@ -55,7 +55,8 @@ def verdict(mutant: Mutant, package: Path, copies: runner.Copies, build: dict) -
     if drift:
         return f"DRIFTED: {drift}", True
     try:
-        run = runner.run_tests(mutant.tests, copies, TIMEOUT_S)
+        # A source mutant's tests build and run C++: no TensorFlow import (conftest.py).
+        run = runner.run_tests(mutant.tests, copies, TIMEOUT_S, conftest=mutant.tree != SOURCE)
     finally:
         runner.restore(package, copies, mutant)
     # Killed means: pytest reported test failures (exit 1) and one of them is

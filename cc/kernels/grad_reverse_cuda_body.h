@@ -22,6 +22,13 @@
 
 #include "grad_reverse_cuda_plan.h"
 
+// nvcc's device pass unrolls as asked; host compilers do not know the pragma.
+#if defined(__CUDA_ARCH__)
+#define GRAD_REVERSE_UNROLL _Pragma("unroll")
+#else
+#define GRAD_REVERSE_UNROLL
+#endif
+
 namespace grad_reverse {
 
 // Element traits: how one element and one 16-byte vector are scaled.
@@ -60,7 +67,7 @@ struct Scaler<__half> {
   }
   __host__ __device__ static uint4 Vector(uint4 v, float s) {
     __half2* h = reinterpret_cast<__half2*>(&v);
-#pragma unroll
+    GRAD_REVERSE_UNROLL
     for (int i = 0; i < 4; ++i) {
       float2 f = __half22float2(h[i]);
       f.x *= s; f.y *= s;
@@ -77,7 +84,7 @@ struct Scaler<__nv_bfloat16> {
   }
   __host__ __device__ static uint4 Vector(uint4 v, float s) {
     __nv_bfloat162* b = reinterpret_cast<__nv_bfloat162*>(&v);
-#pragma unroll
+    GRAD_REVERSE_UNROLL
     for (int i = 0; i < 4; ++i) {
       float2 f = __bfloat1622float2(b[i]);
       f.x *= s; f.y *= s;

@@ -269,7 +269,7 @@ void PlanHugeSizes() {
 
 void PrintTallies() {
   std::printf("%-9s %11s %11s %11s %8s %9s %9s %11s\n", "dtype", "vectorized", "scalar", "unaligned",
-              "empty", "in place", "plan only", "NaN payload");
+              "empty", "in-place", "plan-only", "NaN-payload");
   for (DType dtype : emulated::kDTypes) {
     const Tally& t = tallies[static_cast<int>(dtype)];
     std::printf("%-9s %11lld %11lld %11lld %8lld %9lld %9lld %11lld\n", emulated::DTypeName(dtype),

@@ -101,15 +101,18 @@ class TestRun:
     timed_out: bool = False
 
 
-def run_tests(tests: tuple[str, ...], copies: Copies, timeout: float, stop_at_first: bool = True) -> TestRun:
+def run_tests(tests: tuple[str, ...], copies: Copies, timeout: float, stop_at_first: bool = True,
+              conftest: bool = True) -> TestRun:
     """pytest on `tests` with the package copy first on PYTHONPATH, so it is
     the grad_reverse the tests import (ahead of an installed one), and the
-    source copy as the tree that C++ tests build."""
+    source copy as the tree that C++ tests build. conftest=False skips
+    tests/conftest.py and its TensorFlow import (tests that only build and
+    run C++ need neither)."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", GRAD_REVERSE_SOURCE_DIR=str(copies.sources),
                PYTHONPATH=os.pathsep.join([str(copies.package.parent),
                                            *filter(None, [os.environ.get("PYTHONPATH")])]))
     command = [sys.executable, "-m", "pytest", "-q", "-rfEs", "-p", "no:cacheprovider", "-W", "ignore",
-               *(["-x"] if stop_at_first else []), *tests]
+               *(["-x"] if stop_at_first else []), *([] if conftest else ["--noconftest"]), *tests]
     start = time.monotonic()
     try:
         done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
