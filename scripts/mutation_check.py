@@ -5,9 +5,9 @@ For each mutant in scripts/mutation/mutants.py: copy the package (built
 libraries included) and the source tree's cc/, apply the mutant's edit to
 the copy (the package's, or cc/'s for a source mutant, whose tests build a
 C++ program from it), run the mutant's selected tests against it, and
-require them to fail. First the union of all
-selected tests runs against the unmutated copy and must pass, so a failure
-under a mutant is the mutant's doing.
+require them to fail. First the union of all selected tests runs against
+the unmutated copies and must pass, so a failure under a mutant is the
+mutant's doing.
 
 Verdicts: killed (one of its selected tests failed), SURVIVED (they passed:
 a promise no test guards), INCONCLUSIVE (a timeout, or pytest errors instead
