@@ -2,16 +2,19 @@
 """The curated mutation check: every promise of grad_reverse fails a test when it is broken.
 
 For each mutant in scripts/mutation/mutants.py: copy the package (built
-libraries included), apply the mutant's edit to the copy, run the mutant's
-selected tests against it, and require them to fail. First the union of all
-selected tests runs against the unmutated copy and must pass, so a failure
-under a mutant is the mutant's doing.
+libraries included) and the source tree's cc/, apply the mutant's edit to
+the copy (the package's, or cc/'s for a source mutant, whose tests build a
+C++ program from it), run the mutant's selected tests against it, and
+require them to fail. First the union of all selected tests runs against
+the unmutated copies and must pass, so a failure under a mutant is the
+mutant's doing.
 
 Verdicts: killed (one of its selected tests failed), SURVIVED (they passed:
 a promise no test guards), INCONCLUSIVE (a timeout, or pytest errors instead
 of a selected test failing), DRIFTED (the original text is not in the code
 any more: rewrite the mutant), skipped (the edit changes nothing in this
-build, e.g. an XLA mutant where the build has no XLA kernels), pending (a
+build, e.g. an XLA mutant where the build has no XLA kernels; or a source
+mutant whose tests all skipped, e.g. without the CUDA headers), pending (a
 known survivor, listed with what will kill it). Exit 0 only when no mutant
 survived, drifted or was inconclusive, and no pending one was killed (then
 its pending mark is stale).
@@ -32,7 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from mutation import runner  # noqa: E402
-from mutation.mutants import MUTANTS, Mutant  # noqa: E402
+from mutation.mutants import MUTANTS, SOURCE, Mutant  # noqa: E402
 
 TIMEOUT_S = 300  # per pytest run; a mutant whose tests hang past it is INCONCLUSIVE, not killed
 
@@ -44,23 +47,27 @@ def print_list(mutants: list[Mutant]) -> None:
         print(f"      {mutant.file}; must fail: {', '.join(t.split('::')[-1] for t in mutant.tests)}")
 
 
-def verdict(mutant: Mutant, package: Path, copy: Path, build: dict) -> tuple[str, bool]:
+def verdict(mutant: Mutant, package: Path, copies: runner.Copies, build: dict) -> tuple[str, bool]:
     """(verdict line, whether it is a failure of the check)."""
     if mutant.needs and not build.get(mutant.needs):
         return f"skipped (the build record has no {mutant.needs!r}: the edit would change nothing)", False
-    drift = runner.apply(mutant, copy)
+    drift = runner.apply(mutant, copies.root_of(mutant))
     if drift:
         return f"DRIFTED: {drift}", True
     try:
-        run = runner.run_tests(mutant.tests, copy.parent, TIMEOUT_S)
+        # A source mutant's tests build and run C++: no TensorFlow import (conftest.py).
+        run = runner.run_tests(mutant.tests, copies, TIMEOUT_S, conftest=mutant.tree != SOURCE)
     finally:
-        runner.restore(package, copy, mutant)
+        runner.restore(package, copies, mutant)
     # Killed means: pytest reported test failures (exit 1) and one of them is
     # a test selected for this mutant. A timeout, a collection or fixture
     # error, or a failure elsewhere proves nothing either way.
     caught = [name for name in run.failed if runner.is_selected(name, mutant.tests)]
     if run.timed_out:
         return f"INCONCLUSIVE: its tests did not finish in {TIMEOUT_S} s", True
+    skipped = runner.only_skipped(run) if mutant.tree == SOURCE else None
+    if skipped:
+        return f"skipped (its tests were skipped: {skipped})", False
     if run.returncode == 0:
         killed, how = False, f"its tests passed ({run.seconds:.0f} s)"
     elif run.returncode == 1 and caught:
@@ -103,9 +110,9 @@ def main(argv: list[str]) -> int:
     build = runner.build_record(package)
     print(f"\npackage: {package} (TensorFlow {build.get('tensorflow_version')}, xla={build.get('xla')})")
     with tempfile.TemporaryDirectory(prefix="mutation-check-") as scratch:
-        copy = runner.copy_package(package, Path(scratch))
+        copies = runner.Copies(runner.copy_package(package, Path(scratch)), runner.copy_sources(Path(scratch)))
         tests = tuple(dict.fromkeys(t for m in mutants for t in m.tests))
-        baseline = runner.run_tests(tests, copy.parent, TIMEOUT_S, stop_at_first=False)
+        baseline = runner.run_tests(tests, copies, TIMEOUT_S, stop_at_first=False)
         if baseline.returncode != 0:
             print(baseline.output[-4000:])
             print(f"mutation check: the selected tests fail without any mutant: {baseline.failed}", file=sys.stderr)
@@ -113,7 +120,7 @@ def main(argv: list[str]) -> int:
         print(f"baseline: the {len(tests)} selected tests pass unmutated ({baseline.seconds:.0f} s)\n")
         failures = []
         for number, mutant in enumerate(mutants, 1):
-            line, failed = verdict(mutant, package, copy, build)
+            line, failed = verdict(mutant, package, copies, build)
             print(f"{number:2}. {mutant.name}: {line}", flush=True)
             if failed:
                 failures.append(mutant.name)

@@ -1,7 +1,9 @@
 """The curated mutants: one or more per promised behaviour of the package.
 
 Each mutant breaks one promise with the smallest edit that does it, and names
-the tests that must fail when it is applied. An edit's original text must
+the tests that must fail when it is applied. Most edit the installed package;
+a few edit the source tree's C++ (tree=SOURCE), whose tests build a program
+from it. An edit's original text must
 occur exactly once in its file: when the code changes, the check stops with
 "drifted" instead of silently testing nothing, and the mutant is rewritten
 against the new code (see docs/testing.md).
@@ -12,15 +14,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+PACKAGE = "package"  # a file of the grad_reverse package (built libraries included)
+SOURCE = "source"  # a file of the source tree's cc/, which the selected tests build
+# (they run without tests/conftest.py, so without TensorFlow)
+
+
 @dataclass(frozen=True)
 class Mutant:
     name: str
     promise: str  # what the package promises that this edit breaks
-    file: str  # relative to the grad_reverse package directory
+    file: str  # relative to the grad_reverse package directory, or to the repository for SOURCE
     edits: tuple[tuple[str, str], ...]  # (original text, replacement), applied in order
     tests: tuple[str, ...]  # pytest node ids (or files) that must fail
     needs: str = ""  # a build-record key that must be true for the edit to change anything
     pending: str = ""  # a known survivor: why, and what will kill it
+    tree: str = PACKAGE
 
 
 T = "tests/"
@@ -260,5 +268,31 @@ MUTANTS: tuple[Mutant, ...] = (
         edits=(("    reverse = _trained(make_model, seed, x_t, labels, x_s, fit_kwargs)",
                 "    reverse = _trained(make_model, seed, x_t, 1 - labels, x_s, fit_kwargs)"),),
         tests=(T + "test_dann_reverse_validation.py::test_a_configuration_that_cannot_learn_the_source_task_scores_worse_than_one_that_can",),
+    ),
+    Mutant(
+        name="cuda-tail-off-by-one",
+        promise="the CUDA kernel's scalar tail writes the last elements and nothing past them",
+        file="cc/kernels/grad_reverse_cuda_body.h",
+        edits=(("  if (tid < plan.tail) {", "  if (tid <= plan.tail) {"),),
+        tests=(T + "test_cuda_emulated.py::test_every_case_of_the_emulated_grid_equals_the_cpu_kernel",),
+        tree=SOURCE,
+    ),
+    Mutant(
+        name="cuda-head-counted-in-bytes",
+        promise="the CUDA kernel's scalar head counts elements up to 16-byte alignment",
+        file="cc/kernels/grad_reverse_cuda_plan.h",
+        edits=(("(kCudaVectorBytes - static_cast<int64_t>(in_offset)) / element_size;",
+                "(kCudaVectorBytes - static_cast<int64_t>(in_offset));"),),
+        tests=(T + "test_cuda_emulated.py::test_every_case_of_the_emulated_grid_equals_the_cpu_kernel",),
+        tree=SOURCE,
+    ),
+    Mutant(
+        name="cuda-vector-loop-ignores-the-grid-stride",
+        promise="the CUDA kernel's vector loop steps by the whole grid, so each vector is scaled once",
+        file="cc/kernels/grad_reverse_cuda_body.h",
+        edits=(("  for (int64_t i = tid; i < plan.vectors; i += stride) {",
+                "  for (int64_t i = tid; i < plan.vectors; i += kCudaBlockSize) {"),),
+        tests=(T + "test_cuda_emulated.py::test_every_case_of_the_emulated_grid_equals_the_cpu_kernel",),
+        tree=SOURCE,
     ),
 )

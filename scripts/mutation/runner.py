@@ -1,5 +1,7 @@
-"""Applies one mutant at a time to a copy of the grad_reverse package and runs
-its selected tests against the copy (first on PYTHONPATH) in a pytest subprocess."""
+"""Applies one mutant at a time to a copy of the grad_reverse package (first
+on PYTHONPATH) or of the source tree's cc/ (GRAD_REVERSE_SOURCE_DIR, for the
+tests that build C++ from it) and runs its selected tests against the copies
+in a pytest subprocess."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from mutation.mutants import Mutant
+from mutation.mutants import SOURCE, Mutant
 
 REPO = Path(__file__).resolve().parents[2]
 LIBRARY = "_grad_reverse_ops.so"
@@ -58,8 +60,25 @@ def copy_package(package: Path, destination: Path) -> Path:
     return copy
 
 
+def copy_sources(destination: Path) -> Path:
+    """A copy of the source tree's cc/ under destination/source; returns destination/source."""
+    root = destination / "source"
+    shutil.copytree(REPO / "cc", root / "cc")
+    return root
+
+
+@dataclass
+class Copies:
+    package: Path  # the package copy (destination/grad_reverse)
+    sources: Path  # the source copy's root (holds cc/)
+
+    def root_of(self, mutant: Mutant) -> Path:
+        return self.sources if mutant.tree == SOURCE else self.package
+
+
 def apply(mutant: Mutant, copy: Path) -> Optional[str]:
-    """Edits the copy; returns why it cannot (the code drifted), or None."""
+    """Edits the copy (the package's, or the sources' for a SOURCE mutant);
+    returns why it cannot (the code drifted), or None."""
     path = copy / mutant.file
     if not path.is_file():
         return f"{mutant.file} does not exist"
@@ -82,13 +101,18 @@ class TestRun:
     timed_out: bool = False
 
 
-def run_tests(tests: tuple[str, ...], copy_root: Path, timeout: float, stop_at_first: bool = True) -> TestRun:
-    """pytest on `tests` with the copy first on PYTHONPATH, so it is the
-    grad_reverse the tests import (ahead of an installed one)."""
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3",
-               PYTHONPATH=os.pathsep.join([str(copy_root), *filter(None, [os.environ.get("PYTHONPATH")])]))
-    command = [sys.executable, "-m", "pytest", "-q", "-rfE", "-p", "no:cacheprovider", "-W", "ignore",
-               *(["-x"] if stop_at_first else []), *tests]
+def run_tests(tests: tuple[str, ...], copies: Copies, timeout: float, stop_at_first: bool = True,
+              conftest: bool = True) -> TestRun:
+    """pytest on `tests` with the package copy first on PYTHONPATH, so it is
+    the grad_reverse the tests import (ahead of an installed one), and the
+    source copy as the tree that C++ tests build. conftest=False skips
+    tests/conftest.py and its TensorFlow import (tests that only build and
+    run C++ need neither)."""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", GRAD_REVERSE_SOURCE_DIR=str(copies.sources),
+               PYTHONPATH=os.pathsep.join([str(copies.package.parent),
+                                           *filter(None, [os.environ.get("PYTHONPATH")])]))
+    command = [sys.executable, "-m", "pytest", "-q", "-rfEs", "-p", "no:cacheprovider", "-W", "ignore",
+               *(["-x"] if stop_at_first else []), *([] if conftest else ["--noconftest"]), *tests]
     start = time.monotonic()
     try:
         done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
@@ -105,5 +129,14 @@ def is_selected(node_id: str, selectors: tuple[str, ...]) -> bool:
     return any(node_id == s or node_id.startswith((s + "[", s + "::")) for s in selectors)
 
 
-def restore(package: Path, copy: Path, mutant: Mutant) -> None:
-    shutil.copyfile(package / mutant.file, copy / mutant.file)
+def only_skipped(run: TestRun) -> Optional[str]:
+    """The skip reasons when pytest passed without running a test (all skipped), else None."""
+    if run.returncode != 0 or re.search(r"\b\d+ passed", run.output):
+        return None
+    reasons = re.findall(r"^SKIPPED \[\d+\] \S+: (.*)$", run.output, flags=re.MULTILINE)
+    return "; ".join(dict.fromkeys(reasons)) or "skipped"
+
+
+def restore(package: Path, copies: Copies, mutant: Mutant) -> None:
+    original = REPO if mutant.tree == SOURCE else package
+    shutil.copyfile(original / mutant.file, copies.root_of(mutant) / mutant.file)
