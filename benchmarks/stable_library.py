@@ -11,8 +11,10 @@ that the two samples of a round share the machine's load. Cases:
 
 * eager 1K: forward + backward of 1,024 float32 under a GradientTape
   (the eager overhead of a small layer), per call;
-* backward 16M / 64M: GradReverseGrad alone on that many float32 in eager
-  mode (out of place: the caller holds dy), as bytes read + written per second;
+* backward 256K / 4M / 16M / 64M: GradReverseGrad alone on that many
+  float32 in eager mode (out of place: the caller holds dy), as bytes read +
+  written per second (256K is a batch of 256 x 1,024 features: one thread;
+  the larger ones are split over threads);
 * DANN step: one training step of the moons demo's `grad_reverse.DANN`
   (`fit` on 150 + 150 points), per step.
 
@@ -30,9 +32,11 @@ import subprocess
 import sys
 import time
 
-CASES = ("eager 1K", "backward 16M", "backward 64M", "DANN step")
+CASES = ("eager 1K", "backward 256K", "backward 4M", "backward 16M", "backward 64M", "DANN step")
 # What a worker times per sample: calls (or steps) back to back.
-PER_SAMPLE = {"eager 1K": 300, "backward 16M": 6, "backward 64M": 2, "DANN step": 60}
+PER_SAMPLE = {"eager 1K": 2000, "backward 256K": 1000, "backward 4M": 60, "backward 16M": 20, "backward 64M": 6,
+              "DANN step": 200}
+SIZES = {"backward 256K": 1 << 18, "backward 4M": 4 << 20, "backward 16M": 16 << 20, "backward 64M": 64 << 20}
 
 
 def worker() -> None:
@@ -48,7 +52,7 @@ def worker() -> None:
 
     rng = np.random.default_rng(0)
     small = tf.constant(rng.standard_normal(1024).astype(np.float32))
-    large = {n: tf.constant(rng.standard_normal(n).astype(np.float32)) for n in (16 << 20, 64 << 20)}
+    large = {n: tf.constant(rng.standard_normal(n).astype(np.float32)) for n in SIZES.values()}
     reverse_grad = grad_reverse.ops._library.grad_reverse_grad
 
     def eager_small():
@@ -78,7 +82,7 @@ def worker() -> None:
         if case == "eager 1K":
             return timed(eager_small, count)
         if case.startswith("backward"):
-            dy = large[16 << 20 if "16M" in case else 64 << 20]
+            dy = large[SIZES[case]]
             return timed(lambda: reverse_grad(dy, 0.5), count)
         start = time.perf_counter()
         dann_steps(count)  # includes one fit's setup, the same for both libraries
@@ -93,11 +97,11 @@ def worker() -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--rounds", type=int, default=21)
     args = parser.parse_args()
     workers = {}
     for kind in ("release", "stable"):
-        env = dict(os.environ, GRAD_REVERSE_LIBRARY=kind)
+        env = dict(os.environ, GRAD_REVERSE_LIBRARY=kind, TF_CPP_MIN_LOG_LEVEL="2")
         workers[kind] = subprocess.Popen([sys.executable, __file__, "--worker"], env=env, text=True,
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     versions = {}
@@ -124,7 +128,7 @@ def main() -> None:
     for case in CASES:
         cpp, stable = samples["release", case], samples["stable", case]
         if case.startswith("backward"):
-            n_bytes = 2 * 4 * (16 << 20 if "16M" in case else 64 << 20)  # read + write
+            n_bytes = 2 * 4 * SIZES[case]  # read + write
             cpp_value, stable_value = (n_bytes / statistics.median(t) / 1e9 for t in (cpp, stable))
             ratios = [c / s for c, s in zip(cpp, stable)]  # bandwidth ratio: inverse of time
             cells = f"{cpp_value:.1f} GB/s | {stable_value:.1f} GB/s"
