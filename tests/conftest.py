@@ -113,6 +113,6 @@ def pytest_terminal_summary(terminalreporter, config):
     skipped = terminalreporter.stats.get("skipped", [])
     if not skipped or config.option.verbose < -1:
         return
-    terminalreporter.write_sep("-", f"skip reasons ({len(skipped)} tests)")
+    terminalreporter.write_sep("-", f"skip reasons ({len(skipped)} test{'' if len(skipped) == 1 else 's'})")
     for reason, count in collections.Counter(skip_reason(report) for report in skipped).most_common():
         terminalreporter.write_line(f"{count:5d}  {reason}")
