@@ -1,3 +1,4 @@
+import collections
 import ctypes
 import os
 
@@ -97,3 +98,21 @@ def ramp(steps, total: int, **kwargs) -> list:
     from grad_reverse.schedule import dann_lambda
 
     return [dann_lambda(step / (total - 1), **kwargs) for step in steps]
+
+
+def skip_reason(report) -> str:
+    """A skipped test's reason, as pytest.skip or skipif gave it."""
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    return reason.removeprefix("Skipped: ")
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """At the end of a run, the skips counted by reason ("32  no GPU"), most
+    first: "58 skipped" alone does not say which promises went unchecked
+    here. Above pytest's own last line, which scripts read; -qq leaves it out."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    if not skipped or config.option.verbose < -1:
+        return
+    terminalreporter.write_sep("-", f"skip reasons ({len(skipped)} test{'' if len(skipped) == 1 else 's'})")
+    for reason, count in collections.Counter(skip_reason(report) for report in skipped).most_common():
+        terminalreporter.write_line(f"{count:5d}  {reason}")

@@ -1,9 +1,11 @@
 """The benchmark's measurement code, on tiny sizes (timings themselves are
 not asserted: this machine is noisy)."""
 
+import dataclasses
 import json
 import math
 import os
+import re
 import statistics
 import sys
 import time
@@ -281,8 +283,54 @@ def test_table_has_a_section_per_lambda_the_variable_first():
                             {"native": [1e-4], "reference": [2e-4], "identity": [0.9e-4]})
                for kind in ("float", "variable")]
     text = table.format_table(results)
-    assert text.index("tf.Variable") < text.index("Python float")
-    assert "ref/native" in text and "native/floor" in text
+    assert text.index("lambda: a tf.Variable") < text.index("lambda: a Python float")
+    assert text.count("ref/ native/") == 2 and text.count("native   floor") == 2  # a header per section
+
+
+def table_results(size_bytes: int = 4) -> list:
+    """Rows of every kind a run has: eager 1K (no GB/s), 1M (in a 32 MiB
+    cache), 64M (a limit), chain, DANN step; long numbers, the widest dtype."""
+    dtype = {2: "bfloat16", 4: "float32"}[size_bytes]
+    rows = []
+    for case, mode, size in [("fwd+bwd", "eager", 1 << 10), ("fwd+bwd", "tf.function", 1 << 20),
+                             ("fwd+bwd", "xla", 1 << 26), ("chain", "tf.function", 1 << 24),
+                             ("dann step", "tf.function", 256)]:
+        floor = {"dann step": "no GRL", "chain": "identity"}.get(case, "identity+read")
+        moved = 2 * size * size_bytes if case == "fwd+bwd" and size >= 1 << 20 else 0
+        rows.append(bench.Result(case, mode, size, dtype if case != "dann step" else "float32", "variable",
+                                 {"native": [0.123456], "reference": [0.654321], floor: [0.0999]}, bytes_moved=moved,
+                                 limit_gbps=57.3 if size == 1 << 26 else None))
+    return rows
+
+
+def test_table_rows_fit_the_width_with_a_header_a_reader_can_read(monkeypatch):
+    monkeypatch.setattr(limit, "last_level_cache_bytes", lambda: 32 << 20)
+    text = table.format_table(table_results(2))
+    assert max(len(line) for line in text.splitlines()) <= table.WIDTH == 100, text
+    top, bottom = next((a, b) for a, b in zip(text.splitlines(), text.splitlines()[1:]) if b.startswith("case "))
+    # Each header cell read downwards: both lines cut where the lower line's words end.
+    ends = [m.end() for m in re.finditer(r"\S+", bottom)]
+    cells = [" ".join(line[start:end].strip() for line in (top, bottom)).strip()
+             for start, end in zip([0, *ends], ends)]
+    assert cells == ["case", "mode", "size", "dtype", "native ms", "reference ms", "floor ms", "ref/ native",
+                     "native/ floor", "backward GB/s", "limit GB/s", "% of limit"], cells
+    row = next(line for line in text.splitlines() if line.startswith("fwd+bwd   xla"))
+    assert row.split()[-3:] == ["2.2", "57.3", "4%"]  # 2 x 64M x 2 bytes over 0.123456 s, of 57.3 GB/s
+
+
+def test_the_table_says_once_above_it_why_limit_columns_are_empty(monkeypatch):
+    monkeypatch.setattr(limit, "last_level_cache_bytes", lambda: 32 << 20)
+    text = table.format_table(table_results() + [dataclasses.replace(r, lambda_kind="float") for r in table_results()])
+    notes = [line for line in text.split("\n\n")[0].split("\n") if "empty" in line]
+    assert text.count("not bound by memory bandwidth") == 1 and text.count("32 MiB last-level cache") == 1
+    assert text.index("memory limit applies") < text.index("lambda: a tf.Variable"), text
+    assert notes and "under 1M, chain, dann step" in text.replace("\n", " ")
+    # 1M float32: dy and dx of 4 MiB each, in a 32 MiB cache; 8M (32 MiB each) is the first that goes to memory.
+    assert "limit empty at 1M:" in text.replace("\n", " ") and "from --sizes 8M on" in text.replace("\n", " ")
+    monkeypatch.setattr(limit, "last_level_cache_bytes", lambda: 1 << 20)  # 1M float32 goes to memory
+    measured = [dataclasses.replace(r, limit_gbps=50.0) for r in table_results() if r.bytes_moved]
+    assert table.empty_limit_note(measured) is None
+    assert "empty" not in table.format_table(measured)
 
 
 def test_quick_plot_title_says_how_many_sizes():
@@ -294,7 +342,7 @@ def test_cli_writes_json_and_plot(tmp_path, capsys):
     assert main(["bench", "--sizes", "256,1K", "--rounds", "2", "--no-memory", "--no-dann",
                  "--out", str(tmp_path)]) == 0
     printed = capsys.readouterr().out
-    assert "ref/native" in printed and "chain" in printed and "identity+read" in printed
+    assert "ref/ native/" in printed and "chain" in printed and "native/(identity+read)" in printed
     payload = json.loads((tmp_path / "bench.json").read_text())
     rows = [r for r in payload["results"] if r["case"] == "fwd+bwd"]
     assert {r["size"] for r in rows} == {256, 1024}

@@ -308,6 +308,19 @@ def test_run_with_the_same_seed_reports_the_same_numbers(tmp_path):
     assert a["out_dir"] == os.path.abspath(tmp_path / "a")
 
 
+
+def test_plot_titles_write_the_target_accuracy_to_three_places_as_the_console_does(tmp_path, monkeypatch):
+    titles = []
+    monkeypatch.setattr(experiment, "plot_decision_boundaries",
+                        lambda path, domains, panels: titles.extend(title for title, _ in panels))
+    result = experiment.run(str(tmp_path), seeds=[3], steps=REPRO_STEPS, quiet=True)
+    accuracies = [result["runs"][0][name]["target"] for name in ("source_only", "dann")]
+    assert len(titles) == 2
+    for title, accuracy in zip(titles, accuracies):
+        written = title.rsplit(" ", 1)[1]
+        assert len(written.split(".")[1]) == 3 and float(written) == round(accuracy, 3), (title, accuracy)
+    assert experiment.panel_title("DANN", 0, 0.9966).endswith("target accuracy 0.997")
+
 def saved_weights(export_dir):
     """The exported model's variables (`variables/N`, in the model's order), by name."""
     reader = tf.train.load_checkpoint(os.path.join(export_dir, "variables", "variables"))

@@ -7,11 +7,13 @@ import statistics
 import textwrap
 from typing import Optional, Sequence
 
-from grad_reverse.bench.limit import KernelBandwidth, beyond_cache, last_level_cache_bytes
+from grad_reverse.bench import limit as bandwidth  # looked up at each call: tests set the cache size
+from grad_reverse.bench.cases import BANDWIDTH_BOUND_SIZE
+from grad_reverse.bench.limit import KernelBandwidth
 from grad_reverse.bench.measure import Limit, Result
 
-# Prose lines (the limit and kernel sections) wrap here; the table's rows
-# are as wide as their columns.
+# The table's rows and its prose lines (legend, limit and kernel sections)
+# fit in this many columns.
 WIDTH = 100
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 _SIZE = re.compile(r"(\d+)([KMG]?)", re.IGNORECASE)
@@ -55,34 +57,100 @@ def _floor_ms(result: Result) -> Optional[float]:
     return result.median(result.floor) * 1e3 if result.floor else None
 
 
+def _percent(fraction: Optional[float], width: int) -> str:
+    return f"{f'{fraction:.0%}' if fraction is not None else '-':>{width}s}"
+
+
+# The table's columns: two header lines (read downwards: "native" over "ms"),
+# a width, and how a row fills the cell. Widths plus one space between
+# columns come to WIDTH, so a row fits a 100-column terminal.
+COLUMNS = (
+    ("", "case", 9, lambda r: f"{r.case:9s}"),
+    ("", "mode", 11, lambda r: f"{r.mode:11s}"),
+    ("", "size", 5, lambda r: f"{size_label(r.size):>5s}"),
+    ("", "dtype", 8, lambda r: f"{r.dtype:8s}"),
+    ("native", "ms", 8, lambda r: f"{r.median('native') * 1e3:8.4f}"),
+    ("reference", "ms", 9, lambda r: f"{r.median('reference') * 1e3:9.4f}"),
+    ("floor", "ms", 8, lambda r: _number(_floor_ms(r), 8, 4)),
+    ("ref/", "native", 6, lambda r: _number(r.ratio(), 6, 2)),
+    ("native/", "floor", 7, lambda r: _number(r.over_floor(), 7, 3)),
+    ("backward", "GB/s", 8, lambda r: _number(r.native_gbps(), 8, 1)),
+    ("limit", "GB/s", 5, lambda r: _number(r.limit_gbps, 5, 1)),
+    ("% of", "limit", 5, lambda r: _percent(r.fraction_of_limit(), 5)),
+)
+LEFT = ("case", "mode", "dtype")  # text columns; the numbers (and sizes) align right
+LEGEND = ("ms: median per call, forward+backward (DANN step: a training step); reference: the pure-Python "
+          "tf.custom_gradient version; floor: no reversal (tf.identity; eager with a Variable: plus one read of it; "
+          "DANN step: an Identity layer); ratios: round by round, median; backward GB/s: the bytes it reads and "
+          "writes over native ms; limit: memory bandwidth (below).")
+
+
+def _header() -> list[str]:
+    lines = []
+    for line in (0, 1):
+        cells = [f"{column[line]:{'<' if column[1] in LEFT else '>'}{column[2]}s}" for column in COLUMNS]
+        lines.append(" ".join(cells).rstrip())
+    return lines
+
+
+def _row(result: Result) -> str:
+    return " ".join(column[3](result) for column in COLUMNS)
+
+
+def _smallest_beyond_cache(dtype_size: int) -> Optional[str]:
+    """The smallest power-of-two size whose two buffers go to memory, as the table writes it."""
+    cache = bandwidth.last_level_cache_bytes()
+    if cache is None:
+        return None
+    size = 1
+    while not bandwidth.beyond_cache(size * dtype_size, 2):
+        size *= 2
+    return size_label(size)
+
+
+def empty_limit_note(results: Sequence[Result]) -> Optional[str]:
+    """Why the GB/s and limit columns are empty where they are (None where none is)."""
+    unbound = list(dict.fromkeys(r.case if r.case != "fwd+bwd" else f"under {size_label(BANDWIDTH_BOUND_SIZE)}"
+                                 for r in results if not r.bytes_moved))
+    no_limit = [r for r in results if r.bytes_moved and r.limit_gbps is None]
+    in_cache = [r for r in no_limit if not bandwidth.beyond_cache(r.bytes_moved // 2)]
+    unmeasured = [r for r in no_limit if bandwidth.beyond_cache(r.bytes_moved // 2)]
+    notes = []
+    if unbound:
+        notes.append(f"GB/s and limit empty: {', '.join(unbound)} (not bound by memory bandwidth)")
+    if in_cache:
+        sizes = ", ".join(dict.fromkeys(size_label(r.size) for r in in_cache))
+        smallest = _smallest_beyond_cache(in_cache[0].bytes_moved // 2 // in_cache[0].size)
+        cache_mib = bandwidth.last_level_cache_bytes() / 2**20
+        notes.append(f"limit empty at {sizes}: dy and dx fit in twice this CPU's {cache_mib:.0f} MiB last-level "
+                     f"cache, so passes run from the cache and no memory limit applies (from --sizes {smallest} on, "
+                     f"one does)")
+    if unmeasured:
+        notes.append(f"no limit measured at {', '.join(dict.fromkeys(size_label(r.size) for r in unmeasured))}")
+    return "; ".join(notes) + "." if notes else None
+
+
 def format_table(results: Sequence[Result]) -> str:
     """One section per kind of lambda (the Variable first), a row per case:
     median ms per call, the ratios round by round, and the backward's GB/s
-    against the limit measured in the same run."""
-    header = (f"{'case':10s} {'mode':12s} {'size':>6s} {'dtype':8s} {'native ms':>10s} {'ref ms':>10s} "
-              f"{'floor ms':>10s} {'floor':>13s} {'ref/native':>10s} {'native/floor':>12s} "
-              f"{'bwd GB/s':>8s} {'limit':>6s} {'of limit':>8s}")
-    lines = []
+    against the limit measured in the same run. Above them, once, what the
+    columns mean and why the limit columns are empty where they are."""
+    lines = [_wrapped(LEGEND)]
+    note = empty_limit_note(results)
+    if note:
+        lines.append(_wrapped(note))
+    header = _header()
     kinds = [k for k in LAMBDA_TITLES if any(r.lambda_kind == k for r in results)]
     for kind in kinds:
-        lines += ["", LAMBDA_TITLES[kind], header, "-" * len(header)]
-        for r in (r for r in results if r.lambda_kind == kind):
-            fraction = r.fraction_of_limit()
-            lines.append(
-                f"{r.case:10s} {r.mode:12s} {size_label(r.size):>6s} {r.dtype:8s} "
-                f"{r.median('native') * 1e3:10.4f} {r.median('reference') * 1e3:10.4f} "
-                f"{_number(_floor_ms(r), 10, 4)} {r.floor or '-':>13s} "
-                f"{_number(r.ratio(), 10, 2)} {_number(r.over_floor(), 12, 3)} "
-                f"{_number(r.native_gbps(), 8, 1)} {_number(r.limit_gbps, 6, 1)} "
-                f"{f'{fraction:.0%}' if fraction is not None else '-':>8s}"
-            )
-    return "\n".join(lines).lstrip("\n")
+        lines += ["", LAMBDA_TITLES[kind], *header, "-" * WIDTH]
+        lines += [_row(r) for r in results if r.lambda_kind == kind]
+    return "\n".join(lines)
 
 
 def _cache_note(nbytes: int, buffers: int) -> str:
-    if beyond_cache(nbytes, buffers):
+    if bandwidth.beyond_cache(nbytes, buffers):
         return ""
-    return (f"  [under twice the {last_level_cache_bytes() / 2**20:.0f} MiB last-level cache: passes run from "
+    return (f"  [under twice the {bandwidth.last_level_cache_bytes() / 2**20:.0f} MiB last-level cache: passes run from "
             f"the cache, no memory limit applies, rows show none]")
 
 

@@ -10,9 +10,10 @@ from typing import Any
 from grad_reverse.demo import DEFAULT_OUT, DEFAULT_SEEDS, DEFAULT_STEPS
 
 HELP = "DANN on the inter-twinning moons: accuracies, plot, SavedModel export + serving check"
-# Printed before TensorFlow's import, which takes a minute or more the first
-# time after an install (Python compiles and the OS reads ~1 GB of files).
-LOADING_NOTE = "demo: loading TensorFlow (the first time after an install this takes a minute or more)"
+# Printed before TensorFlow's import, so that the wait has a reason. Measured
+# on 2-core VMs, the first run after a fresh install included: 3 to 5 s
+# (docs/demo.md; the demo's last line says how long it took on yours).
+LOADING_NOTE = "demo: loading TensorFlow (3 to 5 s on a 2-core VM, the first run after the install too)"
 
 
 def _positive_int(text: str) -> int:

@@ -44,6 +44,12 @@ def describe_setup(steps: int) -> dict[str, str]:
     }
 
 
+def panel_title(name: str, seed: int, target_accuracy: float) -> str:
+    """A plot panel's title, its accuracy written as the console writes it
+    (three places: 0.997 is not "1.00")."""
+    return f"{name}, seed {seed}: target accuracy {target_accuracy:.3f}"
+
+
 def run(
     out_dir: str = DEFAULT_OUT,
     seeds: Sequence[int] = DEFAULT_SEEDS,
@@ -123,8 +129,8 @@ def run(
         os.path.join(out_dir, PLOT_NAME),
         first_domains,
         [
-            (f"source-only, seed {first['seed']}: target accuracy {first['source_only']['target']:.2f}", source_only),
-            (f"DANN, seed {first['seed']}: target accuracy {first['dann']['target']:.2f}", dann),
+            (panel_title("source-only", first["seed"], first["source_only"]["target"]), source_only),
+            (panel_title("DANN", first["seed"], first["dann"]["target"]), dann),
         ],
     )
     if plot is None:
