@@ -177,6 +177,28 @@ def test_the_stable_library_shards_a_large_backward_bitwise_as_the_reference(tmp
     assert lines[1:5] == ["float16 True", "bfloat16 True", "float32 True", "float64 True"]
 
 
+@needs_stable
+def test_the_stable_librarys_backward_writes_in_place_in_a_graph(tmp_path):
+    """Where dy is a temporary only the backward reads, the backward's node
+    allocates nothing (TF_ForwardInputOrAllocateOutput forwarded dy); the
+    pure-Python version's does in half and bfloat16 (through float32
+    temporaries), which shows the count can tell. (In float and double
+    TensorFlow's own Mul forwards too.)"""
+    code = """
+        import tensorflow as tf
+        from grad_reverse.bench import backward_allocations
+        for dtype in (tf.float16, tf.bfloat16, tf.float32, tf.float64):
+            print(dtype.name, backward_allocations("native", 4096, dtype),
+                  backward_allocations("reference", 4096, dtype) > 0)
+    """
+    result = run_python(code, _loader.STABLE, tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = [line.split() for line in result.stdout.split("\n")[:4]]
+    assert [(name, native) for name, native, _ in rows] == [
+        ("float16", "0"), ("bfloat16", "0"), ("float32", "0"), ("float64", "0")]
+    assert rows[0][2] == rows[1][2] == "True"
+
+
 # ------------------------------------------------------- the loader's choice ----
 
 def fake_libraries(root: Path, *folders: str) -> Path:
