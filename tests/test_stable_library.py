@@ -322,3 +322,31 @@ def test_a_savedmodel_moves_between_two_tensorflow_releases(tmp_path, direction)
                             capture_output=True, text=True, timeout=300)
     assert loaded.returncode == 0, loaded.stderr[-3000:]
     assert loaded.stdout.split()[:3] == ["True", "True", "True"], loaded.stdout
+
+
+# A release newer than the tested range, and no C++ library of its own here
+# (the wheel; a source build against it compiles one).
+STABLE_BY_DEFAULT = _loader._release(tf.__version__) > _loader.SUPPORTED[1] and not RELEASE.is_file()
+
+
+@pytest.mark.skipif(not STABLE_BY_DEFAULT, reason="this TensorFlow has a C++ library here, or is inside the tested "
+                                                  "range (CI's nightly row runs this test)")
+def test_a_newer_tensorflow_warns_once_at_import_and_info_names_the_stable_library(tmp_path):
+    code = """
+        import warnings
+        warnings.simplefilter("always")
+        with warnings.catch_warnings(record=True) as caught:
+            import grad_reverse
+            import grad_reverse.ops
+            grad_reverse.grad_reverse([1.0])
+        newer = [w for w in caught if "is newer than the releases" in str(w.message)]
+        print(len(newer), newer[0].category.__name__ if newer else "-")
+        from grad_reverse import info
+        report = info.collect()
+        print(report["library_kind"].split()[0], report["library_chosen_because"].split(" is newer")[0])
+    """
+    result = run_python(code, _loader.AUTO, tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    first, second = result.stdout.strip().split("\n")[-2:]
+    assert first == "1 RuntimeWarning"
+    assert second == f"stable-ABI TensorFlow {tf.__version__}"

@@ -243,7 +243,9 @@ def load_library(directory: Optional[Path] = None) -> tuple[ModuleType, dict[str
         choice = chosen()
         directory = choice.directory
         if choice.warning:
-            warnings.warn(choice.warning, RuntimeWarning, stacklevel=2)
+            from grad_reverse._backward import _stacklevel_outside_package  # the user's import, not ops.py
+
+            warnings.warn(choice.warning, RuntimeWarning, stacklevel=_stacklevel_outside_package())
     library = directory / LIBRARY_NAME
     if not library.is_file():
         raise ImportError(
