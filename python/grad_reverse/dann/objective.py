@@ -29,10 +29,10 @@ MEAN_OVER_BATCH = "mean_over_batch"
 DOMAIN_LOSS_REDUCTIONS = (SUM_OVER_DOMAINS, MEAN_OVER_BATCH)
 
 
-def check_reduction(reduction: str) -> str:
+def check_reduction(reduction: str, method: str = "DANN") -> str:
     """`reduction` if it is one of `DOMAIN_LOSS_REDUCTIONS`; ValueError naming them otherwise."""
     if reduction not in DOMAIN_LOSS_REDUCTIONS:
-        raise ValueError(f"DANN.compile: domain_loss_reduction must be one of {DOMAIN_LOSS_REDUCTIONS}, "
+        raise ValueError(f"{method}.compile: domain_loss_reduction must be one of {DOMAIN_LOSS_REDUCTIONS}, "
                          f"got {reduction!r}")
     return reduction
 
@@ -55,6 +55,23 @@ def domain_term(per_point: tf.Tensor, n_source: tf.Tensor, reduction: str) -> tf
     if reduction == MEAN_OVER_BATCH:
         return tf.reduce_mean(per_point)
     return tf.reduce_mean(per_point[:n_source]) + tf.reduce_mean(per_point[n_source:])
+
+
+def weighted_domain_term(per_point: tf.Tensor, weights: tf.Tensor, n_source: tf.Tensor,
+                         reduction: str) -> tf.Tensor:
+    """The domain term with per-point weights (CDAN+E's entropy weights), normalized
+    within each domain for `"sum_over_domains"` (the weighted source mean plus the
+    weighted target mean, as CDAN's authors' code normalizes them), over the batch
+    for `"mean_over_batch"` (`sum(w * loss) / sum(w)`, Transfer-Learning-Library's)."""
+    weights = tf.reshape(tf.cast(weights, tf.float32), [-1])
+    if reduction == MEAN_OVER_BATCH:
+        return tf.reduce_sum(weights * per_point) / tf.reduce_sum(weights)
+
+    def weighted_mean(w: tf.Tensor, losses: tf.Tensor) -> tf.Tensor:
+        return tf.reduce_sum(w * losses) / tf.reduce_sum(w)
+
+    return (weighted_mean(weights[:n_source], per_point[:n_source])
+            + weighted_mean(weights[n_source:], per_point[n_source:]))
 
 
 def domain_accuracy(domain_true: tf.Tensor, domain_pred: tf.Tensor, from_logits: bool) -> tf.Tensor:
