@@ -28,7 +28,8 @@ def parts(classes: int, seed: int = 0, domain_inputs=None) -> tuple:
     keras.utils.set_random_seed(seed)
     feature_extractor = keras.Sequential([keras.Input((2,)), keras.layers.Dense(FEATURES, activation="tanh")])
     label_head = keras.Sequential([keras.Input((FEATURES,)), keras.layers.Dense(
-        classes, activation="sigmoid" if classes == 1 else "softmax", kernel_initializer="random_normal")])
+        classes, activation="sigmoid" if classes == 1 else "softmax",
+        kernel_initializer=keras.initializers.RandomNormal(stddev=3.0, seed=seed + 1))])
     layers = [keras.layers.Dense(1, activation="sigmoid", kernel_initializer=keras.initializers.RandomNormal(
         stddev=1.0, seed=seed))]
     domain_head = keras.Sequential(([keras.Input((domain_inputs,))] if domain_inputs else []) + layers)

@@ -117,7 +117,7 @@ def test_the_warm_start_schedule_is_tllibs():
     x_source, y_source, x_target = points()
     model.compile("sgd", "sparse_categorical_crossentropy")
     history = model.fit(x_source, y_source.astype("int32"), target=x_target, batch_size=8, epochs=3,
-                        steps_per_epoch=2, verbose=0)
+                        steps_per_epoch=2, verbose=0).history
     # The last step of each epoch (steps 1, 3, 5), not clipped at warm_start_steps.
     expected = [0.1 * (2 / (1 + np.exp(-s / 4)) - 1) for s in (1, 3, 5)]
     np.testing.assert_allclose(history["lambda"], expected, rtol=1e-5)

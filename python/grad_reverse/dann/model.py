@@ -314,9 +314,10 @@ class AdversarialModel(keras.Model):
         shape = [1] + [1 if d is None else d for d in spec.shape[1:]]
         with self.distribute_strategy.scope():
             point = tf.zeros(shape, spec.dtype)
+            # The adversary first: Keras warns when a model is built with parts still unbuilt.
+            self._prepare_adversary(self.feature_extractor(point, training=False))
             if not self.built:
                 self(point, training=False)
-            self._prepare_adversary(self.feature_extractor(point, training=False))
 
     # --- saving ----------------------------------------------------------------------
 

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from grad_reverse.dann.keras_compat import mean_over_replicas
+
 SUM_OVER_DOMAINS = "sum_over_domains"
 MEAN_OVER_BATCH = "mean_over_batch"
 DOMAIN_LOSS_REDUCTIONS = (SUM_OVER_DOMAINS, MEAN_OVER_BATCH)
@@ -64,11 +66,15 @@ def weighted_domain_term(per_point: tf.Tensor, weights: tf.Tensor, n_source: tf.
     weighted target mean, as CDAN's authors' code normalizes them), over the batch
     for `"mean_over_batch"` (`sum(w * loss) / sum(w)`, Transfer-Learning-Library's)."""
     weights = tf.reshape(tf.cast(weights, tf.float32), [-1])
-    if reduction == MEAN_OVER_BATCH:
-        return tf.reduce_sum(weights * per_point) / tf.reduce_sum(weights)
 
     def weighted_mean(w: tf.Tensor, losses: tf.Tensor) -> tf.Tensor:
-        return tf.reduce_sum(w * losses) / tf.reduce_sum(w)
+        # Under tf.distribute a replica holds a share of the global batch: its weights are
+        # normalized by the mean over the replicas of their sums, so that the replicas'
+        # terms, averaged, are the global batch's weighted mean.
+        return tf.reduce_sum(w * losses) / mean_over_replicas(tf.reduce_sum(w))
+
+    if reduction == MEAN_OVER_BATCH:
+        return weighted_mean(weights, per_point)
 
     return (weighted_mean(weights[:n_source], per_point[:n_source])
             + weighted_mean(weights[n_source:], per_point[n_source:]))
