@@ -112,6 +112,21 @@ def test_the_trade_off_weighs_the_adversarys_step():
     np.testing.assert_allclose(steps[1], 2 * steps[0], rtol=1e-4, atol=1e-7)
 
 
+def test_the_feature_extractor_learns_the_transfer_term_through_the_reversal():
+    """The feature extractor's step moves with lambda, linearly (SGD, one step): its
+    difference from the lambda-0 step doubles when lambda does, and is not zero."""
+    def feature_step(lambda_max: float) -> np.ndarray:
+        model = MDD(*parts(3, "softmax"), lambda_schedule="constant", lambda_max=lambda_max)
+        before = model.feature_extractor.get_weights()[0]
+        one_step(model, "sparse_categorical_crossentropy", learning_rate=0.1)
+        return model.feature_extractor.get_weights()[0] - before
+
+    base = feature_step(0.0)
+    once, twice = feature_step(0.5) - base, feature_step(1.0) - base
+    assert np.abs(once).max() > 1e-5
+    np.testing.assert_allclose(twice, 2 * once, rtol=1e-3, atol=1e-7)
+
+
 def test_the_warm_start_schedule_is_tllibs():
     model = MDD(*parts(3, "softmax"), warm_start_steps=4)
     x_source, y_source, x_target = points()
