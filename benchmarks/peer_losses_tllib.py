@@ -54,7 +54,7 @@ def ours(folder: str) -> dict:
     x_source = rng.standard_normal((N, 3)).astype("float32")
     y_source = rng.integers(0, CLASSES, N).astype("int32")
     x_target = (rng.standard_normal((N, 3)) + 0.7).astype("float32")
-    batch = tf_batch = ((x_source, x_target), y_source)
+    batch = ((x_source, x_target), y_source)
     import tensorflow as tf
 
     tf_batch = tf.data.Dataset.from_tensors(batch).repeat()
@@ -68,10 +68,10 @@ def ours(folder: str) -> dict:
             units, kernel_initializer=keras.initializers.RandomNormal(stddev=1.5))])
         return features, label
 
-    def step(model, loss):
+    def step(model, loss, batches=tf_batch):
         model.compile(keras.optimizers.SGD(0.0), loss, label_from_logits=True, **(
             {"domain_loss_reduction": "mean_over_batch"} if isinstance(model, CDAN) else {}))
-        history = model.fit(tf_batch, steps_per_epoch=1, verbose=0).history
+        history = model.fit(batches, steps_per_epoch=1, verbose=0).history
         return history["domain_loss" if isinstance(model, CDAN) else "transfer_loss"][0]
 
     for entropy in (False, True):
@@ -97,7 +97,8 @@ def ours(folder: str) -> dict:
     case = "MDD regression, margin 1"
     features, label = parts(3, units=2)
     model = MDD(features, label, form="regression")
-    results[case] = step(model, "mse")
+    y_regression = rng.standard_normal((N, 2)).astype("float32")
+    results[case] = step(model, "mse", tf.data.Dataset.from_tensors(((x_source, x_target), y_regression)).repeat())
     f = np.asarray(features(x))
     saved[case] = {"y": np.asarray(label(f)), "y_adv": np.asarray(model.adversarial_head(f)), "margin": 1.0}
     import pickle
