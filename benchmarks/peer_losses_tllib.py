@@ -119,7 +119,8 @@ def load_tllib_losses(checkout: str) -> tuple:
         np.float = float
     root = os.path.join(checkout, "tllib")
     for name, path in (("tllib", root), ("tllib.modules", os.path.join(root, "modules")),
-                       ("tllib.alignment", os.path.join(root, "alignment")), ("tllib.utils", os.path.join(root, "utils"))):
+                       ("tllib.alignment", os.path.join(root, "alignment")),
+                       ("tllib.utils", os.path.join(root, "utils"))):
         package = types.ModuleType(name)
         package.__path__ = [path]
         sys.modules[name] = package

@@ -73,7 +73,8 @@ def hand_domain_term(model: CDAN, entropy: bool, reduction: str, r=None) -> floa
     if reduction == "mean_over_batch":
         return float(np.sum(weights * losses) / np.sum(weights))
     s, t = slice(0, 2), slice(2, 8)
-    return float(np.sum(weights[s] * losses[s]) / np.sum(weights[s]) + np.sum(weights[t] * losses[t]) / np.sum(weights[t]))
+    source = np.sum(weights[s] * losses[s]) / np.sum(weights[s])
+    return float(source + np.sum(weights[t] * losses[t]) / np.sum(weights[t]))
 
 
 @pytest.mark.parametrize("entropy", [False, True])

@@ -21,5 +21,6 @@ from grad_reverse.dann.mdd import MDD
 from grad_reverse.dann.reverse_validation import ReverseValidation, reverse_validation, select_by_reverse_validation
 from grad_reverse.dann.schedules import DANNLearningRateSchedule, ScaledLearningRate
 
-__all__ = ["CDAN", "DANN", "MDD", "DANNLearningRateSchedule", "ReverseValidation", "ScaledLearningRate", "paired_dataset",
+__all__ = ["CDAN", "DANN", "MDD", "DANNLearningRateSchedule", "ReverseValidation", "ScaledLearningRate",
+           "paired_dataset",
            "reverse_validation", "select_by_reverse_validation"]
