@@ -4,8 +4,8 @@ Importing the package loads the op library (once) and registers the
 gradients of `GradReverse` and `GradReverseGrad` by op type. Import it before
 loading a SavedModel that contains the op.
 
-Public names: `grad_reverse`, `GradReverse`, `DANN` (a Keras model that
-wires domain-adversarial training), `DANNLearningRateSchedule`,
+Public names: `grad_reverse`, `GradReverse`, `DANN`, `CDAN` and `MDD` (Keras
+models that wire domain-adversarial training), `DANNLearningRateSchedule`,
 `DANNLambdaSchedule`, `dann_lambda`, `BUILD_INFO`, `SUPPORTED_DTYPES`, and the modules `reference`
 and `serving`.
 
@@ -29,10 +29,12 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BUILD_INFO",
+    "CDAN",
     "DANN",
     "DANNLambdaSchedule",
     "DANNLearningRateSchedule",
     "GradReverse",
+    "MDD",
     "SUPPORTED_DTYPES",
     "dann_lambda",
     "grad_reverse",
@@ -48,7 +50,8 @@ _loading = False
 
 def _load() -> None:
     """Imports TensorFlow and the public API: loads the library, registers the gradients."""
-    global _loading, BUILD_INFO, DANN, DANNLambdaSchedule, DANNLearningRateSchedule, GradReverse, SUPPORTED_DTYPES
+    global _loading, BUILD_INFO, CDAN, DANN, DANNLambdaSchedule, DANNLearningRateSchedule, GradReverse, MDD
+    global SUPPORTED_DTYPES
     global dann_lambda, grad_reverse, reference, serving
     _loading = True
     try:
@@ -58,7 +61,7 @@ def _load() -> None:
         from grad_reverse.layer import GradReverse
         from grad_reverse.ops import BUILD_INFO, SUPPORTED_DTYPES, grad_reverse
         from grad_reverse.schedule import DANNLambdaSchedule, dann_lambda
-        from grad_reverse.dann import DANN, DANNLearningRateSchedule
+        from grad_reverse.dann import CDAN, DANN, MDD, DANNLearningRateSchedule
 
         # Last: it builds on the others.
         from grad_reverse import serving

@@ -27,6 +27,15 @@ def replicas_in_sync() -> int:
     return tf.distribute.get_strategy().num_replicas_in_sync
 
 
+def mean_over_replicas(value: tf.Tensor) -> tf.Tensor:
+    """`value` averaged over the replicas in sync (itself outside tf.distribute), without gradient:
+    CDAN+E normalizes its weights by the whole global batch's, not by each replica's share."""
+    context = tf.distribute.get_replica_context()
+    if context is None or context.num_replicas_in_sync == 1:
+        return value
+    return tf.stop_gradient(context.all_reduce("mean", value))
+
+
 def loss_for_gradients(model: Any, loss: tf.Tensor) -> tf.Tensor:
     """The loss to differentiate, inside the tape: loss-scaled on Keras 3 under mixed precision."""
     return model.optimizer.scale_loss(loss) if KERAS_3 else loss

@@ -1,19 +1,20 @@
-"""`DANN`: a Keras model that wires domain-adversarial training
-(Ganin et al., JMLR 2016) from three user models.
+"""`AdversarialModel`: the foundation `DANN`, `CDAN` and `MDD` share.
 
     features = feature_extractor(x)
-    label    = label_head(features)                        # what the model predicts
-    domain   = domain_head(GradReverse(lambda_)(features))  # training only
+    label    = label_head(features)   # what the model predicts
+    (training only) an adversarial term on the features behind GradReverse,
+    which each method defines (`_adversarial_step`)
 
-Every training batch holds labeled source points and unlabeled target points
-(`paired_dataset`). The label loss (`compile(loss=...)`) covers the source
-points only; the domain loss (binary cross-entropy by default) covers both,
-with domain label 0 for source and 1 for target, reduced as the paper does:
-the mean over the source points plus the mean over the target points
-(`objective`). Lambda follows the paper's schedule over the fit, computed
-inside the training step from a step counter, so it is exact per step with
-`steps_per_execution > 1` and XLA. The feature extractor and the domain
-head may have optimizers of their own (`optimizers`).
+Every training batch holds labeled source points and unlabeled target
+points (`paired_dataset`). The label loss (`compile(loss=...)`) covers the
+source points only; the method's adversarial term covers both domains, and
+the objective is `label loss + weight * adversarial term`. Lambda follows a
+schedule over the fit (`schedules`), computed inside the training step from
+a step counter, so it is exact per step with `steps_per_execution > 1` and
+XLA. Some parts may have optimizers of their own (`optimizers`). Calling the
+model, `predict`, `evaluate` and `export_serving` use the label path only
+(no GradReverse op); the `.keras` file keeps every part and the compile
+arguments.
 """
 
 from __future__ import annotations
@@ -23,15 +24,13 @@ from typing import Any, Optional
 import tensorflow as tf
 
 from grad_reverse._keras import keras
-from grad_reverse.dann import keras_compat, objective
+from grad_reverse.dann import keras_compat
 from grad_reverse.dann.data import check_paired_spec, one_pass_steps, paired_dataset, source_length, split_batch_size
-from grad_reverse.dann.optimizers import PARTS, build_every_optimizer, make_part_optimizers, optimizer_groups
-from grad_reverse.dann.schedules import _finite, lambda_at_step
+from grad_reverse.dann.optimizers import build_every_optimizer, make_part_optimizers, optimizer_groups
+from grad_reverse.dann.schedules import LAMBDA_SCHEDULES, _finite, scheduled_lambda
 from grad_reverse.ops import grad_reverse
 
-LAMBDA_SCHEDULES = ("paper", "constant")
 DEFAULT_BATCH_SIZE = 64
-_DOMAIN_KEYS = ("domain_loss", "domain_accuracy", "lambda")
 
 
 class _ScheduleState:
@@ -49,96 +48,60 @@ class _ScheduleState:
                                        aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
 
 
-class _DomainMetrics:
-    """The domain loss and accuracy trackers, held outside Keras' attribute
-    tracking: Keras 2 would count a metric attribute's state among the
-    model's weights (saved, in `get_weights()`). `DANN.metrics` lists them."""
+class _AdversarialMetrics:
+    """The method's trackers (e.g. domain loss and accuracy) and lambda, held
+    outside Keras' attribute tracking: Keras 2 would count a metric
+    attribute's state among the model's weights (saved, in `get_weights()`)."""
 
-    def __init__(self) -> None:
-        self.loss = keras.metrics.Mean(name="domain_loss")
-        self.accuracy = keras.metrics.Mean(name="domain_accuracy")
+    def __init__(self, names: tuple) -> None:
+        self.by_name = {name: keras.metrics.Mean(name=name) for name in names}
         # The step's lambda as a metric (reset every step: the last value),
         # not a plain tensor: Keras 2 sums plain per-replica outputs over
         # the replicas of a MirroredStrategy.
         self.lambda_ = keras.metrics.Mean(name="lambda")
 
-
-def _activation_name(head: Any) -> Optional[str]:
-    """The name of the activation that produces `head`'s output, when it can be told."""
-    activation = getattr(head, "activation", None)
-    if activation is not None:
-        return getattr(activation, "__name__", None)
-    layers = getattr(head, "layers", None)
-    return _activation_name(layers[-1]) if layers else None
+    def all(self) -> list:
+        return list(self.by_name.values()) + [self.lambda_]
 
 
-def _check_domain_output(shape: tf.TensorShape) -> None:
-    if shape.rank not in (1, 2) or (shape.rank == 2 and shape[-1] not in (1, None)):
-        raise ValueError(
-            "DANN: the domain head must output one value per point, P(target domain) or its logit "
-            f"(shape [batch, 1] or [batch]), got shape {shape}")
+def check_part(method: str, name: str, part: Any) -> Any:
+    if not isinstance(part, keras.layers.Layer):
+        raise TypeError(f"{method}: {name} must be a Keras model or layer, got {type(part).__name__}")
+    return part
 
 
-@keras.saving.register_keras_serializable(package="grad_reverse")
-class DANN(keras.Model):
-    """Domain-adversarial training of `label_head(feature_extractor(x))`.
+class AdversarialModel(keras.Model):
+    """The shared training of `label_head(feature_extractor(x))` against an adversary.
 
-    Args:
-      feature_extractor: a Keras model or layer, points -> features.
-      label_head: features -> the label task's output (what the model predicts).
-      domain_head: features -> one value per point, P(target) or its logit;
-        it sees the features through `GradReverse`, inside this class.
-      lambda_max: the final (or, with `lambda_schedule="constant"`, the
-        constant) gradient reversal factor.
-      gamma: steepness of the paper's ramp `lambda_max * (2 / (1 + exp(-gamma p)) - 1)`.
-      lambda_schedule: `"paper"` (the ramp over each fit's progress p) or `"constant"`.
-
-    `compile(optimizer, loss, metrics)` describes the label task, as for any
-    Keras model; `domain_loss` (default: binary cross-entropy, from logits
-    when the domain head's last activation is linear), `domain_loss_weight`,
-    `domain_loss_reduction` and `part_optimizers` are keyword arguments of
-    `compile`.
-
-    `fit(x_source, y_source, target=x_target)` (arrays, or datasets of
-    points: see `fit`) trains; the History has `loss` (the label loss), the
-    label metrics, `domain_loss`, `domain_accuracy` and `lambda`. Calling
-    the model, `predict`, `evaluate` and `export_serving` use the label
-    path only (no GradReverse op).
+    Subclasses set `METHOD` (its name in messages), `PARTS` (the parts, in
+    config order), `OWN_OPTIMIZER_PARTS` (those `part_optimizers` may name),
+    `METRIC_NAMES` (logged besides the label metrics and `lambda`), and
+    define `_adversarial_step`, `_adversarial_weight`, `_prepare_adversary`,
+    `_method_compile` and `_method_compile_arguments`.
     """
 
-    def __init__(
-        self,
-        feature_extractor: Any,
-        label_head: Any,
-        domain_head: Any,
-        *,
-        lambda_max: float = 1.0,
-        gamma: float = 10.0,
-        lambda_schedule: str = "paper",
-        **kwargs: Any,
-    ) -> None:
+    METHOD = "AdversarialModel"
+    PARTS: tuple = ("feature_extractor", "label_head")
+    OWN_OPTIMIZER_PARTS: tuple = ("feature_extractor",)
+    METRIC_NAMES: tuple = ()
+
+    def __init__(self, *, lambda_max: float, gamma: float, lambda_schedule: str,
+                 warm_start_steps: Optional[int] = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        for name, part in (("feature_extractor", feature_extractor), ("label_head", label_head),
-                           ("domain_head", domain_head)):
-            if not isinstance(part, keras.layers.Layer):
-                raise TypeError(f"DANN: {name} must be a Keras model or layer, got {type(part).__name__}")
         if lambda_schedule not in LAMBDA_SCHEDULES:
-            raise ValueError(f"DANN: lambda_schedule must be one of {LAMBDA_SCHEDULES}, got {lambda_schedule!r}")
-        self.feature_extractor = feature_extractor
-        self.label_head = label_head
-        self.domain_head = domain_head
-        self.lambda_max = _finite("DANN: lambda_max", lambda_max)
-        self.gamma = _finite("DANN: gamma", gamma)
+            raise ValueError(f"{self.METHOD}: lambda_schedule must be one of {LAMBDA_SCHEDULES}, "
+                             f"got {lambda_schedule!r}")
+        self.lambda_max = _finite(f"{self.METHOD}: lambda_max", lambda_max)
+        self.gamma = _finite(f"{self.METHOD}: gamma", gamma)
         self.lambda_schedule = lambda_schedule
+        if warm_start_steps is not None and (isinstance(warm_start_steps, bool) or int(warm_start_steps) < 1):
+            raise ValueError(f"{self.METHOD}: warm_start_steps must be an integer >= 1, got {warm_start_steps!r}")
+        self.warm_start_steps = None if warm_start_steps is None else int(warm_start_steps)
         self._schedule = _ScheduleState()
-        self._domain_metrics = _DomainMetrics()
-        self._domain_loss: Any = None
-        self._domain_from_logits = False
-        self._domain_loss_weight = 1.0
-        self._domain_loss_reduction = objective.SUM_OVER_DOMAINS
-        # Set by compile: a part's own optimizer, or None (the model's optimizer trains it).
-        self.feature_extractor_optimizer: Any = None
-        self.domain_head_optimizer: Any = None
+        self._adversarial_metrics = _AdversarialMetrics(self.METRIC_NAMES)
+        self._compiled_for_adaptation = False
+        for part in self.OWN_OPTIMIZER_PARTS:  # set by compile: a part's own optimizer, or None
+            setattr(self, f"{part}_optimizer", None)
 
     # --- the model as users call it: the label path ------------------------------
 
@@ -151,76 +114,31 @@ class DANN(keras.Model):
 
     @property
     def metrics(self) -> list:
-        """Keras' metrics (the label loss and metrics), then the domain loss and accuracy, and lambda."""
-        own = self._domain_metrics
-        return list(super().metrics) + [own.loss, own.accuracy, own.lambda_]
+        """Keras' metrics (the label loss and metrics), then the method's, and lambda."""
+        return list(super().metrics) + self._adversarial_metrics.all()
 
     # --- compile ---------------------------------------------------------------------
 
-    def compile(
-        self,
-        optimizer: Any = "rmsprop",
-        loss: Any = None,
-        metrics: Any = None,
-        *,
-        domain_loss: Any = None,
-        domain_loss_weight: float = 1.0,
-        domain_from_logits: Optional[bool] = None,
-        domain_loss_reduction: str = objective.SUM_OVER_DOMAINS,
-        part_optimizers: Optional[dict] = None,
-        **kwargs: Any,
-    ) -> None:
-        """Keras' `compile` for the label task, plus the domain loss and per-part optimizers.
+    def compile(self, optimizer: Any = "rmsprop", loss: Any = None, metrics: Any = None, *,
+                part_optimizers: Optional[dict] = None, **kwargs: Any) -> None:
+        """Keras' `compile` for the label task, the per-part optimizers, then the method's arguments.
 
-        Args:
-          domain_loss: a Keras loss or `fn(y_true, y_pred)` giving per-point
-            losses (`y_true`, `y_pred` of shape [batch, 1]); default binary
-            cross-entropy (from logits if the domain head outputs logits).
-          domain_loss_weight: the domain term's weight in the objective
-            `label loss + domain_loss_weight * domain term`.
-          domain_from_logits: whether the domain head outputs logits; by
-            default told from its last activation (linear: logits; sigmoid:
-            probabilities); needed when it cannot be told.
-          domain_loss_reduction: `"sum_over_domains"` (the paper's: the mean
-            domain loss over the source points plus the mean over the target
-            points) or `"mean_over_batch"` (one mean over the batch's points,
-            as versions before this option trained; half the paper's term
-            with half/half batches).
-          part_optimizers: `{"feature_extractor": ..., "domain_head": ...}`
-            (either or both): the part's own optimizer, or a number: the
-            model's optimizer at that multiple of its learning rate (see
-            `grad_reverse.dann.optimizers`). The label head, and any part
-            not named, train with `optimizer`.
+        `part_optimizers`: `{part: optimizer or learning-rate scale}` for
+        the parts in `OWN_OPTIMIZER_PARTS` (see `grad_reverse.dann.optimizers`).
         """
+        method_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in self._method_compile_keys()}
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
-        part_optimizers = make_part_optimizers(part_optimizers, self.optimizer)
-        self.feature_extractor_optimizer = part_optimizers.get("feature_extractor")
-        self.domain_head_optimizer = part_optimizers.get("domain_head")
-        self._domain_loss_reduction = objective.check_reduction(domain_loss_reduction)
-        if domain_from_logits is None:
-            activation = _activation_name(self.domain_head)
-            if activation not in ("linear", "sigmoid"):
-                raise ValueError(
-                    "DANN.compile: cannot tell whether the domain head outputs logits or probabilities "
-                    f"(its last activation is {activation!r}); pass domain_from_logits=True or False")
-            domain_from_logits = activation == "linear"
-        self._domain_from_logits = bool(domain_from_logits)
-        self._domain_loss_weight = _finite("DANN: domain_loss_weight", domain_loss_weight)
-        if domain_loss is None:
-            domain_loss = keras.losses.BinaryCrossentropy(from_logits=self._domain_from_logits)
-        elif isinstance(domain_loss, str):
-            domain_loss = keras.losses.get(domain_loss)
-        if not callable(domain_loss):
-            raise TypeError(f"DANN.compile: domain_loss must be a Keras loss or a function, got {domain_loss!r}")
-        self._domain_loss = domain_loss
+        part_optimizers = make_part_optimizers(part_optimizers, self.optimizer, self.OWN_OPTIMIZER_PARTS,
+                                               self.METHOD)
+        for part in self.OWN_OPTIMIZER_PARTS:
+            setattr(self, f"{part}_optimizer", part_optimizers.get(part))
+        self._method_compile(**method_kwargs)
+        self._compiled_for_adaptation = True
 
     def get_compile_config(self) -> Optional[dict]:
         config = super().get_compile_config()
-        if config is not None and getattr(self, "_domain_loss", None) is not None:  # compiled
-            arguments = {"domain_loss": self._domain_loss, "domain_loss_weight": self._domain_loss_weight,
-                         "domain_from_logits": self._domain_from_logits,
-                         "domain_loss_reduction": self._domain_loss_reduction,
-                         "part_optimizers": self._part_optimizers() or None}
+        if config is not None and getattr(self, "_compiled_for_adaptation", False):
+            arguments = {**self._method_compile_arguments(), "part_optimizers": self._part_optimizers() or None}
             config = dict(config, **{k: keras_compat.serialize(v) for k, v in arguments.items()})
         return config
 
@@ -239,16 +157,43 @@ class DANN(keras.Model):
 
     def _part_optimizers(self) -> dict:
         """`{part: its own optimizer}` for the parts that have one."""
-        named = {part: getattr(self, f"{part}_optimizer") for part in PARTS}
+        named = {part: getattr(self, f"{part}_optimizer") for part in self.OWN_OPTIMIZER_PARTS}
         return {part: optimizer for part, optimizer in named.items() if optimizer is not None}
+
+    # --- what each method defines ------------------------------------------------------
+
+    def _method_compile_keys(self) -> tuple:
+        return ()
+
+    def _method_compile(self, **kwargs: Any) -> None:
+        """Checks and keeps the method's own compile arguments."""
+
+    def _method_compile_arguments(self) -> dict:
+        """The method's compile arguments, as `compile` takes them back (saved in the .keras file)."""
+        return {}
+
+    def _adversarial_step(self, features: tf.Tensor, n_source: tf.Tensor, lambda_: tf.Tensor) -> tuple:
+        """`(label head output on the source points, adversarial term, {metric name: value})`."""
+        raise NotImplementedError
+
+    def _adversarial_weight(self) -> float:
+        """The adversarial term's weight in the objective."""
+        raise NotImplementedError
+
+    def _prepare_adversary(self, features: tf.Tensor) -> None:
+        """Builds (or checks) the adversary's parts on one batch of `features`, before training."""
+
+    def _domain_prediction(self, features: tf.Tensor, lambda_: tf.Tensor) -> tf.Tensor:
+        """The domain head (of DANN, CDAN) on what it sees, behind the reversal: DANN's
+        features, or CDAN's map of the features and class probabilities."""
+        return self.domain_head(grad_reverse(features, lambda_), training=True)
 
     # --- the training step -----------------------------------------------------------
 
     def current_lambda(self) -> tf.Tensor:
         """Lambda of the next training step (float32 tensor)."""
-        if self.lambda_schedule == "constant":
-            return tf.constant(self.lambda_max, tf.float32)
-        return lambda_at_step(self._schedule.step, self._schedule.total_steps, self.gamma, self.lambda_max)
+        return scheduled_lambda(self.lambda_schedule, self._schedule.step, self._schedule.total_steps,
+                                self.gamma, self.lambda_max, self.warm_start_steps)
 
     def set_schedule_steps(self, total_steps: int, step: int = 0) -> None:
         """Places the lambda ramp: `total_steps` steps in all, the next step being `step`.
@@ -257,40 +202,27 @@ class DANN(keras.Model):
         a custom training loop calling `train_step` calls it first.
         """
         if int(total_steps) < 1 or int(step) < 0:
-            raise ValueError(f"DANN: total_steps must be >= 1 and step >= 0, got {total_steps} and {step}")
+            raise ValueError(f"{self.METHOD}: total_steps must be >= 1 and step >= 0, got {total_steps} and {step}")
         self._schedule.total_steps.assign(int(total_steps))
         self._schedule.step.assign(int(step))
 
-    def _domain_term_and_accuracy(self, domain_pred: tf.Tensor, n_source: tf.Tensor) -> tuple:
-        """The batch's domain term (see `objective`) and domain accuracy; source points first."""
-        _check_domain_output(domain_pred.shape)
-        domain_pred = tf.reshape(tf.cast(domain_pred, tf.float32), [-1, 1])
-        n_points = tf.shape(domain_pred)[0]
-        domain_true = tf.reshape(tf.cast(tf.range(n_points) >= n_source, tf.float32), [-1, 1])
-        loss_fn = self._domain_loss
-        per_point = (loss_fn.call if isinstance(loss_fn, keras.losses.Loss) else loss_fn)(domain_true, domain_pred)
-        term = objective.domain_term(objective.per_point_losses(per_point), n_source, self._domain_loss_reduction)
-        return term, objective.domain_accuracy(domain_true, domain_pred, self._domain_from_logits)
-
     def train_step(self, data: Any) -> dict:
-        if self._domain_loss is None:
-            raise RuntimeError("DANN: compile() the model before training it")
+        if not self._compiled_for_adaptation:
+            raise RuntimeError(f"{self.METHOD}: compile() the model before training it")
         x, y_source, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
         if not (isinstance(x, (tuple, list)) and len(x) == 2):
-            raise ValueError("DANN.train_step: a batch must be ((x_source, x_target), y_source); "
+            raise ValueError(f"{self.METHOD}.train_step: a batch must be ((x_source, x_target), y_source); "
                              f"got inputs {x!r}")
         x_source, x_target = x
         n_source = tf.shape(x_source)[0]
         lambda_ = self.current_lambda()
         with tf.GradientTape() as tape:
             features = self.feature_extractor(tf.concat([x_source, x_target], 0), training=True)
-            y_pred = self.label_head(features[:n_source], training=True)
+            y_pred, adversarial_term, logs = self._adversarial_step(features, n_source, lambda_)
             label_loss = self.compute_loss(x=x_source, y=y_source, y_pred=y_pred, sample_weight=sample_weight)
-            domain_pred = self.domain_head(grad_reverse(features, lambda_), training=True)
-            domain_loss, domain_accuracy = self._domain_term_and_accuracy(domain_pred, n_source)
             # Per replica: the optimizer sums the replicas' gradients.
-            scaled_domain_loss = domain_loss / tf.cast(keras_compat.replicas_in_sync(), tf.float32)
-            total = tf.cast(label_loss, tf.float32) + self._domain_loss_weight * scaled_domain_loss
+            scaled_term = adversarial_term / tf.cast(keras_compat.replicas_in_sync(), tf.float32)
+            total = tf.cast(label_loss, tf.float32) + self._adversarial_weight() * scaled_term
             total = keras_compat.loss_for_gradients(self, total)
         if self._part_optimizers():
             keras_compat.apply_per_optimizer(tape, total, optimizer_groups(self, self._part_optimizers()))
@@ -298,33 +230,21 @@ class DANN(keras.Model):
             keras_compat.minimize(self, tape, total)
         self._schedule.step.assign_add(1)
         keras_compat.track_label_loss(self, label_loss, n_source)
-        self._domain_metrics.loss.update_state(domain_loss)
-        self._domain_metrics.accuracy.update_state(domain_accuracy)
-        self._domain_metrics.lambda_.reset_state()
-        self._domain_metrics.lambda_.update_state(lambda_)
+        for name, value in logs.items():
+            self._adversarial_metrics.by_name[name].update_state(value)
+        self._adversarial_metrics.lambda_.reset_state()
+        self._adversarial_metrics.lambda_.update_state(lambda_)
         return self.compute_metrics(x_source, y_source, y_pred, sample_weight=sample_weight)
 
     def test_step(self, data: Any) -> dict:
         logs = super().test_step(data)
-        return {k: v for k, v in logs.items() if k not in _DOMAIN_KEYS}
+        return {k: v for k, v in logs.items() if k not in self.METRIC_NAMES + ("lambda",)}
 
     # --- fit -------------------------------------------------------------------------
 
-    def fit(
-        self,
-        x: Any = None,
-        y: Any = None,
-        batch_size: Optional[int] = None,
-        epochs: int = 1,
-        *,
-        target: Any = None,
-        steps_per_epoch: Optional[int] = None,
-        initial_epoch: int = 0,
-        source_fraction: float = 0.5,
-        shuffle: bool = True,
-        seed: Optional[int] = None,
-        **kwargs: Any,
-    ) -> Any:
+    def fit(self, x: Any = None, y: Any = None, batch_size: Optional[int] = None, epochs: int = 1, *,
+            target: Any = None, steps_per_epoch: Optional[int] = None, initial_epoch: int = 0,
+            source_fraction: float = 0.5, shuffle: bool = True, seed: Optional[int] = None, **kwargs: Any) -> Any:
         """Trains on labeled source data and unlabeled target data.
 
         Args:
@@ -347,24 +267,26 @@ class DANN(keras.Model):
         Lambda ramps over this fit's `epochs * steps_per_epoch` steps;
         `initial_epoch` resumes the ramp where that epoch starts.
         """
+        method = self.METHOD
         for unsupported in ("validation_split", "sample_weight", "class_weight"):
             if kwargs.get(unsupported) is not None:
-                raise ValueError(f"DANN.fit does not take {unsupported}: put per-point weights of the source "
+                raise ValueError(f"{method}.fit does not take {unsupported}: put per-point weights of the source "
                                  "into the batches as ((x_source, x_target), y_source, weights) instead"
                                  if unsupported != "validation_split" else
-                                 "DANN.fit does not take validation_split: pass validation_data")
+                                 f"{method}.fit does not take validation_split: pass validation_data")
         if isinstance(x, tf.data.Dataset) and y is None and target is None:
             check_paired_spec(x.element_spec)
             if batch_size is not None:
-                raise ValueError("DANN.fit: batch_size applies to arrays; a dataset of batches has its own")
+                raise ValueError(f"{method}.fit: batch_size applies to arrays; a dataset of batches has its own")
             dataset, known = x, int(x.cardinality())
             steps = steps_per_epoch or (known if known > 0 else None)
             feature_spec = x.element_spec[0][0]
         else:
             if y is None and not isinstance(x, tf.data.Dataset):
-                raise ValueError("DANN: the source data must be labeled: fit(x_source, y_source, target=x_target)")
+                raise ValueError(f"{method}: the source data must be labeled: "
+                                 "fit(x_source, y_source, target=x_target)")
             if isinstance(x, tf.data.Dataset) and y is not None:
-                raise ValueError("DANN.fit: with a dataset x, its elements carry the labels: pass y=None")
+                raise ValueError(f"{method}.fit: with a dataset x, its elements carry the labels: pass y=None")
             source = x if isinstance(x, tf.data.Dataset) else (x, y)
             batch_size = DEFAULT_BATCH_SIZE if batch_size is None else batch_size
             dataset = paired_dataset(source, target, batch_size, source_fraction=source_fraction,
@@ -374,9 +296,10 @@ class DANN(keras.Model):
             steps = steps_per_epoch or (None if n_source is None else one_pass_steps(n_source, source_batch))
             feature_spec = dataset.element_spec[0][0]
         if steps is None:
-            raise ValueError("DANN.fit: this data does not tell its length; pass steps_per_epoch")
+            raise ValueError(f"{method}.fit: this data does not tell its length; pass steps_per_epoch")
         if isinstance(epochs, bool) or int(epochs) < 1 or int(initial_epoch) < 0:
-            raise ValueError(f"DANN.fit: epochs must be >= 1 and initial_epoch >= 0, got {epochs}, {initial_epoch}")
+            raise ValueError(f"{method}.fit: epochs must be >= 1 and initial_epoch >= 0, "
+                             f"got {epochs}, {initial_epoch}")
         self._build_on(feature_spec)
         if self._part_optimizers():
             self.build_optimizers()
@@ -386,31 +309,36 @@ class DANN(keras.Model):
 
     def _build_on(self, spec: tf.TensorSpec) -> None:
         """Calls the model once on one zero point, so Keras records single
-        points (not training pairs) as its input (export, saving)."""
-        if self.built:
-            return
+        points (not training pairs) as its input (export, saving); then
+        builds or checks the adversary's parts on that point's features."""
         shape = [1] + [1 if d is None else d for d in spec.shape[1:]]
         with self.distribute_strategy.scope():
-            self(tf.zeros(shape, spec.dtype), training=False)
+            point = tf.zeros(shape, spec.dtype)
+            # The adversary first: Keras warns when a model is built with parts still unbuilt.
+            self._prepare_adversary(self.feature_extractor(point, training=False))
+            if not self.built:
+                self(point, training=False)
 
     # --- saving ----------------------------------------------------------------------
 
+    def _method_config(self) -> dict[str, Any]:
+        """The constructor's other arguments (besides the parts and the schedule)."""
+        return {}
+
     def get_config(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "feature_extractor": keras_compat.serialize(self.feature_extractor),
-            "label_head": keras_compat.serialize(self.label_head),
-            "domain_head": keras_compat.serialize(self.domain_head),
-            "lambda_max": self.lambda_max,
-            "gamma": self.gamma,
-            "lambda_schedule": self.lambda_schedule,
-        }
+        config: dict[str, Any] = {"name": self.name, "trainable": self.trainable}
+        for part in self.PARTS:
+            config[part] = keras_compat.serialize(getattr(self, part))
+        config.update(lambda_max=self.lambda_max, gamma=self.gamma, lambda_schedule=self.lambda_schedule)
+        if self.warm_start_steps is not None:
+            config["warm_start_steps"] = self.warm_start_steps
+        config.update(self._method_config())
+        return config
 
     @classmethod
-    def from_config(cls, config: dict[str, Any], custom_objects: Any = None) -> "DANN":
+    def from_config(cls, config: dict[str, Any], custom_objects: Any = None) -> "AdversarialModel":
         config = dict(config)
-        for part in ("feature_extractor", "label_head", "domain_head"):
-            config[part] = keras_compat.deserialize(config[part])
+        for part in cls.PARTS:
+            if config.get(part) is not None:
+                config[part] = keras_compat.deserialize(config[part])
         return cls(**config)
-

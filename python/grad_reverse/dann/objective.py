@@ -24,15 +24,17 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from grad_reverse.dann.keras_compat import mean_over_replicas
+
 SUM_OVER_DOMAINS = "sum_over_domains"
 MEAN_OVER_BATCH = "mean_over_batch"
 DOMAIN_LOSS_REDUCTIONS = (SUM_OVER_DOMAINS, MEAN_OVER_BATCH)
 
 
-def check_reduction(reduction: str) -> str:
+def check_reduction(reduction: str, method: str = "DANN") -> str:
     """`reduction` if it is one of `DOMAIN_LOSS_REDUCTIONS`; ValueError naming them otherwise."""
     if reduction not in DOMAIN_LOSS_REDUCTIONS:
-        raise ValueError(f"DANN.compile: domain_loss_reduction must be one of {DOMAIN_LOSS_REDUCTIONS}, "
+        raise ValueError(f"{method}.compile: domain_loss_reduction must be one of {DOMAIN_LOSS_REDUCTIONS}, "
                          f"got {reduction!r}")
     return reduction
 
@@ -55,6 +57,27 @@ def domain_term(per_point: tf.Tensor, n_source: tf.Tensor, reduction: str) -> tf
     if reduction == MEAN_OVER_BATCH:
         return tf.reduce_mean(per_point)
     return tf.reduce_mean(per_point[:n_source]) + tf.reduce_mean(per_point[n_source:])
+
+
+def weighted_domain_term(per_point: tf.Tensor, weights: tf.Tensor, n_source: tf.Tensor,
+                         reduction: str) -> tf.Tensor:
+    """The domain term with per-point weights (CDAN+E's entropy weights), normalized
+    within each domain for `"sum_over_domains"` (the weighted source mean plus the
+    weighted target mean, as CDAN's authors' code normalizes them), over the batch
+    for `"mean_over_batch"` (`sum(w * loss) / sum(w)`, Transfer-Learning-Library's)."""
+    weights = tf.reshape(tf.cast(weights, tf.float32), [-1])
+
+    def weighted_mean(w: tf.Tensor, losses: tf.Tensor) -> tf.Tensor:
+        # Under tf.distribute a replica holds a share of the global batch: its weights are
+        # normalized by the mean over the replicas of their sums, so that the replicas'
+        # terms, averaged, are the global batch's weighted mean.
+        return tf.reduce_sum(w * losses) / mean_over_replicas(tf.reduce_sum(w))
+
+    if reduction == MEAN_OVER_BATCH:
+        return weighted_mean(weights, per_point)
+
+    return (weighted_mean(weights[:n_source], per_point[:n_source])
+            + weighted_mean(weights[n_source:], per_point[n_source:]))
 
 
 def domain_accuracy(domain_true: tf.Tensor, domain_pred: tf.Tensor, from_logits: bool) -> tf.Tensor:

@@ -51,7 +51,8 @@ def scaled_copy(optimizer: Any, scale: float, name: str) -> Any:
     return optimizer.__class__.from_config(config)
 
 
-def make_part_optimizers(spec: Optional[Mapping[str, Any]], model_optimizer: Any) -> dict[str, Any]:
+def make_part_optimizers(spec: Optional[Mapping[str, Any]], model_optimizer: Any, parts: tuple = PARTS,
+                         method: str = "DANN") -> dict[str, Any]:
     """`compile`'s `part_optimizers` as `{part: optimizer}`, checked before any step.
 
     Refused: a part that does not exist or cannot have its own optimizer,
@@ -61,26 +62,26 @@ def make_part_optimizers(spec: Optional[Mapping[str, Any]], model_optimizer: Any
     if spec is None:
         return {}
     if not isinstance(spec, Mapping):
-        raise TypeError("DANN.compile: part_optimizers must be a dict {part name: optimizer or learning-rate "
+        raise TypeError(f"{method}.compile: part_optimizers must be a dict {{part name: optimizer or learning-rate "
                         f"scale}}, got {spec!r}")
     if spec and isinstance(model_optimizer, keras.mixed_precision.LossScaleOptimizer):
-        raise ValueError("DANN.compile: part_optimizers do not work with mixed precision's loss scaling "
+        raise ValueError(f"{method}.compile: part_optimizers do not work with mixed precision's loss scaling "
                          "(mixed_float16) yet: train every part with the model's optimizer, or use float32 "
                          "or mixed_bfloat16")
     optimizers = {}
     for part, value in spec.items():
-        if part not in PARTS:
+        if part not in parts:
             why = (" (the label head trains with the model's optimizer, compile's `optimizer`)"
                    if part == "label_head" else "")
-            raise ValueError(f"DANN.compile: part_optimizers has no part {part!r}{why}; "
-                             f"the parts with their own optimizer are {PARTS}")
+            raise ValueError(f"{method}.compile: part_optimizers has no part {part!r}{why}; "
+                             f"the parts with their own optimizer are {parts}")
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             optimizers[part] = scaled_copy(model_optimizer, _scale(part, value), f"{part}_optimizer")
         else:
             try:
                 optimizers[part] = keras.optimizers.get(value)
             except (ValueError, TypeError) as error:
-                raise ValueError(f"DANN.compile: part_optimizers[{part!r}] must be a Keras optimizer (an instance, "
+                raise ValueError(f"{method}.compile: part_optimizers[{part!r}] must be a Keras optimizer (an instance, "
                                  f"a name or a config) or a learning-rate scale (a number), got {value!r}") from error
     return optimizers
 

@@ -55,12 +55,13 @@ def split_indices(n: int, validation_fraction: float, rng: np.random.Generator) 
 
 def _trained(make_model: Callable[[], Any], seed: int, x: np.ndarray, y: np.ndarray, target: np.ndarray,
              fit_kwargs: dict) -> Any:
-    from grad_reverse.dann.model import DANN
+    from grad_reverse.dann.model import AdversarialModel
 
     keras.utils.set_random_seed(seed)
     model = make_model()
-    if not isinstance(model, DANN):
-        raise TypeError(f"reverse_validation: make_model must return a compiled grad_reverse.DANN, got {model!r}")
+    if not isinstance(model, AdversarialModel):
+        raise TypeError("reverse_validation: make_model must return a compiled grad_reverse.DANN, CDAN or MDD, "
+                        f"got {model!r}")
     model.fit(x, y, target=target, **{"seed": seed, "verbose": 0, **fit_kwargs})
     return model
 

@@ -1,8 +1,10 @@
-"""The two schedules of Ganin et al. (JMLR 2016) that a `DANN` model uses.
+"""The schedules of the adversarial models (`DANN`, `CDAN`, `MDD`): the two of
+Ganin et al. (JMLR 2016), and Transfer-Learning-Library's warm start.
 
 * `lambda_at_step`: the adaptation factor `lambda_p` inside the training
   step, from the step counter and the fit's total steps (a graph op, so it
-  is exact per step under `steps_per_execution > 1` and XLA).
+  is exact per step under `steps_per_execution > 1` and XLA);
+  `scheduled_lambda` picks it, a constant, or `warm_start_lambda` (MDD's default);
 * `DANNLearningRateSchedule`: the paper's learning-rate decay
   `mu_0 / (1 + alpha * p) ** beta` as a serializable Keras
   `LearningRateSchedule`.
@@ -11,7 +13,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Optional
 
 import tensorflow as tf
 
@@ -36,6 +38,31 @@ def lambda_at_step(step: tf.Tensor, total_steps: tf.Tensor, gamma: float, lambda
     denominator = tf.maximum(tf.cast(total_steps, tf.float32) - 1.0, 1.0)
     progress = tf.clip_by_value(tf.cast(step, tf.float32) / denominator, 0.0, 1.0)
     return lambda_max * (2.0 / (1.0 + tf.exp(-gamma * progress)) - 1.0)
+
+
+# "paper": the ramp over each fit's progress; "constant": lambda_max throughout;
+# "warm_start": Transfer-Learning-Library's WarmStartGradientReverseLayer,
+# the same curve over a fixed number of steps, not clipped (MDD's default).
+LAMBDA_SCHEDULES = ("paper", "constant", "warm_start")
+DEFAULT_WARM_START_STEPS = 1000
+
+
+def warm_start_lambda(step: tf.Tensor, warm_start_steps: int, gamma: float, lambda_max: float) -> tf.Tensor:
+    """`lambda_max * (2 / (1 + exp(-gamma * step / warm_start_steps)) - 1)`: TLlib's warm start
+    (alpha = gamma, hi = lambda_max, max_iters = warm_start_steps); it keeps rising towards
+    lambda_max after `warm_start_steps`, whatever the fit's length."""
+    progress = tf.cast(step, tf.float32) / float(warm_start_steps)
+    return lambda_max * (2.0 / (1.0 + tf.exp(-gamma * progress)) - 1.0)
+
+
+def scheduled_lambda(schedule: str, step: tf.Tensor, total_steps: tf.Tensor, gamma: float, lambda_max: float,
+                     warm_start_steps: Optional[int] = None) -> tf.Tensor:
+    """Lambda of the step `step` (of `total_steps` in this fit) under `schedule` (float32 tensor)."""
+    if schedule == "constant":
+        return tf.constant(lambda_max, tf.float32)
+    if schedule == "warm_start":
+        return warm_start_lambda(step, warm_start_steps or DEFAULT_WARM_START_STEPS, gamma, lambda_max)
+    return lambda_at_step(step, total_steps, gamma, lambda_max)
 
 
 @keras.saving.register_keras_serializable(package="grad_reverse")

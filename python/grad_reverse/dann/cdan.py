@@ -1,0 +1,199 @@
+"""`CDAN`: conditional domain-adversarial training (Long et al., NeurIPS 2018).
+
+    features = feature_extractor(x)
+    label    = label_head(features)                  # what the model predicts
+    g        = class probabilities of label, without gradient
+    domain   = domain_head(GradReverse(lambda_)(T(features, g)))   # training only
+
+`T` is the multilinear map `g ⊗ f` (flattened, class-major: entry
+`c * dim(f) + j` is `g_c f_j`), or the randomized multilinear map
+`(f R_f) ⊙ (g R_g) / sqrt(d)` with fixed random matrices (standard normal,
+from `map_seed`) and `d = randomized_dim` (1024 by default). By default the
+randomized map is used when `dim(f) * classes > 4096`, the switch of
+Transfer-Learning-Library's examples. CDAN+E (`entropy_conditioning=True`)
+weighs each point's domain loss by `1 + exp(-H(g))`, normalized within each
+domain (`objective.weighted_domain_term`). Everything else (the domain loss,
+its reduction and weight, batches, schedules, optimizers, saving) is DANN's.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Optional
+
+import numpy as np
+import tensorflow as tf
+
+from grad_reverse._keras import keras
+from grad_reverse.dann.domain_head import DomainHeadModel
+from grad_reverse.dann.probabilities import class_log_probabilities, tell_from_logits
+
+RANDOMIZED_SWITCH = 4096  # dim(f) * classes above which `randomized=None` picks the randomized map
+MAX_MULTILINEAR_SIZE = 1 << 20  # per point: 4 MiB of float32 for each point of a batch
+ENTROPY_EPSILON = 1e-5  # inside the log of H(g), as Transfer-Learning-Library's entropy
+
+
+def entropy_weights(probabilities: tf.Tensor) -> tf.Tensor:
+    """CDAN+E's per-point weights `1 + exp(-H(g))`, `H(g) = -sum_c g_c log(g_c + 1e-5)`."""
+    entropy = -tf.reduce_sum(probabilities * tf.math.log(probabilities + ENTROPY_EPSILON), axis=-1)
+    return 1.0 + tf.exp(-entropy)
+
+
+def multilinear_map(features: tf.Tensor, probabilities: tf.Tensor) -> tf.Tensor:
+    """`g ⊗ f` flattened, [batch, classes * dim(f)]."""
+    outer = probabilities[:, :, None] * features[:, None, :]
+    return tf.reshape(outer, [-1, probabilities.shape[-1] * features.shape[-1]])
+
+
+def random_matrices(features: int, classes: int, size: int, seed: int) -> tuple:
+    """The randomized map's fixed `(R_f [features, size], R_g [classes, size])`, standard normal."""
+    rng = np.random.default_rng(seed)
+    r_f = rng.standard_normal((features, size)).astype("float32")
+    r_g = rng.standard_normal((classes, size)).astype("float32")
+    return r_f, r_g
+
+
+def randomized_multilinear_map(features: tf.Tensor, probabilities: tf.Tensor, r_f: Any, r_g: Any) -> tf.Tensor:
+    """`(f R_f) ⊙ (g R_g) / sqrt(d)`, [batch, d]."""
+    size = r_f.shape[-1]
+    return tf.matmul(features, r_f) * tf.matmul(probabilities, r_g) / math.sqrt(float(size))
+
+
+def _input_size(head: Any) -> Optional[int]:
+    """The input size a built head takes, when it can be told (its Input, or its first kernel)."""
+    try:
+        inputs = getattr(head, "inputs", None)
+        if inputs:
+            return inputs[0].shape[-1]
+    except (AttributeError, ValueError):
+        pass
+    for layer in [head] + list(getattr(head, "layers", [])):
+        kernel = getattr(layer, "kernel", None)
+        if kernel is not None:
+            return int(kernel.shape[0])
+    return None
+
+
+@keras.saving.register_keras_serializable(package="grad_reverse")
+class CDAN(DomainHeadModel):
+    """Conditional domain-adversarial training of `label_head(feature_extractor(x))`.
+
+    Args:
+      feature_extractor: points -> features [batch, dim(f)].
+      label_head: features -> class scores: softmax probabilities, logits,
+        or one sigmoid unit (a binary task, worked as two classes).
+      domain_head: the map's output -> one value per point, P(target) or its
+        logit. An unbuilt Keras model (no `Input`) is built on the map's size
+        when `fit` starts; a built one must take that size.
+      entropy_conditioning: CDAN+E: weigh the domain loss by `1 + exp(-H(g))`.
+      randomized: the randomized multilinear map (True), the full one
+        (False), or by size (None: randomized when dim(f) * classes > 4096).
+      randomized_dim: the randomized map's output size (1024).
+      map_seed: the seed of the randomized map's matrices (saved with the model).
+      lambda_max, gamma, lambda_schedule: as `DANN`'s.
+
+    `compile` takes DANN's arguments, and `label_from_logits` when the label
+    head's last activation does not tell whether it outputs logits.
+    """
+
+    METHOD = "CDAN"
+
+    def __init__(self, feature_extractor: Any, label_head: Any, domain_head: Any, *,
+                 entropy_conditioning: bool = False, randomized: Optional[bool] = None, randomized_dim: int = 1024,
+                 map_seed: int = 0, **kwargs: Any) -> None:
+        super().__init__(feature_extractor, label_head, domain_head, **kwargs)
+        if randomized not in (None, True, False):
+            raise ValueError(f"CDAN: randomized must be True, False or None (by size), got {randomized!r}")
+        if isinstance(randomized_dim, bool) or int(randomized_dim) < 1:
+            raise ValueError(f"CDAN: randomized_dim must be an integer >= 1, got {randomized_dim!r}")
+        self.entropy_conditioning = bool(entropy_conditioning)
+        self.randomized = randomized
+        self.randomized_dim = int(randomized_dim)
+        self.map_seed = int(map_seed)
+        self._label_from_logits = False
+        self._label_activation: Optional[str] = None
+        self._matrices: dict = {}
+
+    # --- compile -----------------------------------------------------------------------
+
+    def compile(self, *args: Any, label_from_logits: Optional[bool] = None, **kwargs: Any) -> None:
+        """DANN's `compile`; `label_from_logits`: whether the label head outputs logits
+        (by default told from its last activation: linear logits, softmax or sigmoid probabilities)."""
+        super().compile(*args, label_from_logits=label_from_logits, **kwargs)
+
+    def _conditioning_compile_keys(self) -> tuple:
+        return ("label_from_logits",)
+
+    def _conditioning_compile(self, label_from_logits: Optional[bool] = None) -> None:
+        self._label_from_logits, self._label_activation = tell_from_logits(self.METHOD, self.label_head,
+                                                                           label_from_logits)
+
+    def _method_compile_arguments(self) -> dict:
+        return dict(super()._method_compile_arguments(), label_from_logits=self._label_from_logits)
+
+    # --- the map -----------------------------------------------------------------------
+
+    def map_size(self, features: int, classes: int) -> int:
+        """The map's output size for `features` features and `classes` classes (a binary head: 2)."""
+        return self.randomized_dim if self._randomized_for(features, classes) else features * classes
+
+    def _randomized_for(self, features: int, classes: int) -> bool:
+        if self.randomized is None:
+            return features * classes > RANDOMIZED_SWITCH
+        if not self.randomized and features * classes > MAX_MULTILINEAR_SIZE:
+            raise ValueError(
+                f"CDAN: the multilinear map of {features} features and {classes} classes has "
+                f"{features * classes} values per point ({4 * features * classes / 2**20:.0f} MiB of float32 per "
+                f"point of a batch), over the {MAX_MULTILINEAR_SIZE} accepted; use the randomized map: "
+                f"CDAN(..., randomized=True, randomized_dim={self.randomized_dim}) (or randomized=None)")
+        return bool(self.randomized)
+
+    def conditioning_map(self, features: tf.Tensor, probabilities: tf.Tensor) -> tf.Tensor:
+        """`T(f, g)`: the multilinear map, or the randomized one (see the module's doc)."""
+        n_features, classes = int(features.shape[-1]), int(probabilities.shape[-1])
+        if not self._randomized_for(n_features, classes):
+            return multilinear_map(features, probabilities)
+        key = (n_features, classes)
+        if key not in self._matrices:
+            self._matrices[key] = random_matrices(n_features, classes, self.randomized_dim, self.map_seed)
+        return randomized_multilinear_map(features, probabilities, *self._matrices[key])
+
+    # --- the training step -------------------------------------------------------------
+
+    def _features_2d(self, features: tf.Tensor) -> tf.Tensor:
+        if features.shape.rank != 2 or features.shape[-1] is None:
+            raise ValueError("CDAN: the feature extractor must output [batch, features] with a known size (flatten "
+                             f"it) for the multilinear map, got shape {features.shape}")
+        return tf.cast(features, tf.float32)
+
+    def _adversarial_step(self, features: tf.Tensor, n_source: tf.Tensor, lambda_: tf.Tensor) -> tuple:
+        y_all = self.label_head(features, training=True)
+        log_p = class_log_probabilities("CDAN", y_all, self._label_from_logits, self._label_activation)
+        probabilities = tf.stop_gradient(tf.exp(log_p))  # the conditioning has no gradient
+        mapped = self.conditioning_map(self._features_2d(features), probabilities)
+        domain_pred = self._domain_prediction(mapped, lambda_)
+        weights = entropy_weights(probabilities) if self.entropy_conditioning else None
+        domain_loss, domain_accuracy = self._domain_term_and_accuracy(domain_pred, n_source, weights)
+        return y_all[:n_source], domain_loss, {"domain_loss": domain_loss, "domain_accuracy": domain_accuracy}
+
+    def _prepare_adversary(self, features: tf.Tensor) -> None:
+        """Builds an unbuilt domain head on the map's size, or checks a built one takes it."""
+        n_features = int(self._features_2d(features).shape[-1])
+        units = self.label_head(features, training=False).shape[-1]
+        size = self.map_size(n_features, 2 if units == 1 else int(units))
+        expected = _input_size(self.domain_head) if self.domain_head.built else None
+        what = (f"the {'randomized ' if size != n_features * (2 if units == 1 else units) else ''}multilinear map "
+                f"gives {size} values per point ({n_features} features, {2 if units == 1 else units} classes)")
+        if expected is not None and expected != size:
+            raise ValueError(f"CDAN: the domain head takes inputs of size {expected}, but {what}; build it for "
+                             f"{size} inputs, or leave it unbuilt (no Input) to be built on the map's size")
+        try:
+            self._build_head_on(tf.zeros([1, size], tf.float32))
+        except (ValueError, TypeError, tf.errors.InvalidArgumentError) as error:
+            raise ValueError(f"CDAN: the domain head does not take the map's output: {what}") from error
+
+    # --- saving ------------------------------------------------------------------------
+
+    def _method_config(self) -> dict[str, Any]:
+        return {"entropy_conditioning": self.entropy_conditioning, "randomized": self.randomized,
+                "randomized_dim": self.randomized_dim, "map_seed": self.map_seed}

@@ -1,0 +1,146 @@
+"""`DomainHeadModel`: what `DANN` and `CDAN` share, a domain head that tells
+source (label 0) from target (label 1) behind GradReverse, its loss and its
+compile arguments (`domain_loss`, `domain_loss_weight`, `domain_from_logits`,
+`domain_loss_reduction`), reduced as the paper does (`objective`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import tensorflow as tf
+
+from grad_reverse._keras import keras
+from grad_reverse.dann import objective
+from grad_reverse.dann.model import AdversarialModel, check_part
+from grad_reverse.dann.schedules import _finite
+
+DOMAIN_METRICS = ("domain_loss", "domain_accuracy")
+_DOMAIN_COMPILE_KEYS = ("domain_loss", "domain_loss_weight", "domain_from_logits", "domain_loss_reduction")
+
+
+def activation_name(head: Any) -> Optional[str]:
+    """The name of the activation that produces `head`'s output, when it can be told."""
+    activation = getattr(head, "activation", None)
+    if activation is not None:
+        return getattr(activation, "__name__", None)
+    layers = getattr(head, "layers", None)
+    return activation_name(layers[-1]) if layers else None
+
+
+def check_domain_output(method: str, shape: tf.TensorShape) -> None:
+    if shape.rank not in (1, 2) or (shape.rank == 2 and shape[-1] not in (1, None)):
+        raise ValueError(
+            f"{method}: the domain head must output one value per point, P(target domain) or its logit "
+            f"(shape [batch, 1] or [batch]), got shape {shape}")
+
+
+class DomainHeadModel(AdversarialModel):
+    """An `AdversarialModel` whose adversary is a domain head (see `DANN`, `CDAN`)."""
+
+    PARTS = ("feature_extractor", "label_head", "domain_head")
+    OWN_OPTIMIZER_PARTS = ("feature_extractor", "domain_head")
+    METRIC_NAMES = DOMAIN_METRICS
+
+    def __init__(self, feature_extractor: Any, label_head: Any, domain_head: Any, *, lambda_max: float = 1.0,
+                 gamma: float = 10.0, lambda_schedule: str = "paper", **kwargs: Any) -> None:
+        super().__init__(lambda_max=lambda_max, gamma=gamma, lambda_schedule=lambda_schedule, **kwargs)
+        self.feature_extractor = check_part(self.METHOD, "feature_extractor", feature_extractor)
+        self.label_head = check_part(self.METHOD, "label_head", label_head)
+        self.domain_head = check_part(self.METHOD, "domain_head", domain_head)
+        self._domain_loss: Any = None
+        self._domain_from_logits = False
+        self._domain_loss_weight = 1.0
+        self._domain_loss_reduction = objective.SUM_OVER_DOMAINS
+
+    def compile(self, optimizer: Any = "rmsprop", loss: Any = None, metrics: Any = None, *,
+                domain_loss: Any = None, domain_loss_weight: float = 1.0, domain_from_logits: Optional[bool] = None,
+                domain_loss_reduction: str = objective.SUM_OVER_DOMAINS, part_optimizers: Optional[dict] = None,
+                **kwargs: Any) -> None:
+        """Keras' `compile` for the label task, plus the domain loss and per-part optimizers.
+
+        Args:
+          domain_loss: a Keras loss or `fn(y_true, y_pred)` giving per-point
+            losses (`y_true`, `y_pred` of shape [batch, 1]); default binary
+            cross-entropy (from logits if the domain head outputs logits).
+          domain_loss_weight: the domain term's weight in the objective
+            `label loss + domain_loss_weight * domain term`.
+          domain_from_logits: whether the domain head outputs logits; by
+            default told from its last activation (linear: logits; sigmoid:
+            probabilities); needed when it cannot be told.
+          domain_loss_reduction: `"sum_over_domains"` (the paper's: the mean
+            domain loss over the source points plus the mean over the target
+            points) or `"mean_over_batch"` (one mean over the batch's points,
+            as versions before this option trained; half the paper's term
+            with half/half batches).
+          part_optimizers: `{"feature_extractor": ..., "domain_head": ...}`
+            (either or both): the part's own optimizer, or a number: the
+            model's optimizer at that multiple of its learning rate (see
+            `grad_reverse.dann.optimizers`). The label head, and any part
+            not named, train with `optimizer`.
+        """
+        super().compile(optimizer, loss, metrics, part_optimizers=part_optimizers, domain_loss=domain_loss,
+                        domain_loss_weight=domain_loss_weight, domain_from_logits=domain_from_logits,
+                        domain_loss_reduction=domain_loss_reduction, **kwargs)
+
+    def _method_compile_keys(self) -> tuple:
+        return _DOMAIN_COMPILE_KEYS + self._conditioning_compile_keys()
+
+    def _conditioning_compile_keys(self) -> tuple:
+        return ()
+
+    def _method_compile(self, domain_loss: Any = None, domain_loss_weight: float = 1.0,
+                        domain_from_logits: Optional[bool] = None,
+                        domain_loss_reduction: str = objective.SUM_OVER_DOMAINS, **others: Any) -> None:
+        method = self.METHOD
+        self._domain_loss_reduction = objective.check_reduction(domain_loss_reduction, method)
+        if domain_from_logits is None:
+            activation = activation_name(self.domain_head)
+            if activation not in ("linear", "sigmoid"):
+                raise ValueError(
+                    f"{method}.compile: cannot tell whether the domain head outputs logits or probabilities "
+                    f"(its last activation is {activation!r}); pass domain_from_logits=True or False")
+            domain_from_logits = activation == "linear"
+        self._domain_from_logits = bool(domain_from_logits)
+        self._domain_loss_weight = _finite(f"{method}: domain_loss_weight", domain_loss_weight)
+        if domain_loss is None:
+            domain_loss = keras.losses.BinaryCrossentropy(from_logits=self._domain_from_logits)
+        elif isinstance(domain_loss, str):
+            domain_loss = keras.losses.get(domain_loss)
+        if not callable(domain_loss):
+            raise TypeError(f"{method}.compile: domain_loss must be a Keras loss or a function, got {domain_loss!r}")
+        self._domain_loss = domain_loss
+        self._conditioning_compile(**others)
+
+    def _conditioning_compile(self, **others: Any) -> None:
+        """CDAN's own compile arguments (none for DANN)."""
+
+    def _method_compile_arguments(self) -> dict:
+        return {"domain_loss": self._domain_loss, "domain_loss_weight": self._domain_loss_weight,
+                "domain_from_logits": self._domain_from_logits,
+                "domain_loss_reduction": self._domain_loss_reduction}
+
+    def _adversarial_weight(self) -> float:
+        return self._domain_loss_weight
+
+    def _domain_term_and_accuracy(self, domain_pred: tf.Tensor, n_source: tf.Tensor,
+                                  weights: Optional[tf.Tensor] = None) -> tuple:
+        """The batch's domain term (see `objective`) and domain accuracy; source points first.
+        `weights`: per-point weights (CDAN+E), normalized as `objective.weighted_domain_term` says."""
+        check_domain_output(self.METHOD, domain_pred.shape)
+        domain_pred = tf.reshape(tf.cast(domain_pred, tf.float32), [-1, 1])
+        n_points = tf.shape(domain_pred)[0]
+        domain_true = tf.reshape(tf.cast(tf.range(n_points) >= n_source, tf.float32), [-1, 1])
+        loss_fn = self._domain_loss
+        per_point = (loss_fn.call if isinstance(loss_fn, keras.losses.Loss) else loss_fn)(domain_true, domain_pred)
+        per_point = objective.per_point_losses(per_point)
+        if weights is None:
+            term = objective.domain_term(per_point, n_source, self._domain_loss_reduction)
+        else:
+            term = objective.weighted_domain_term(per_point, weights, n_source, self._domain_loss_reduction)
+        return term, objective.domain_accuracy(domain_true, domain_pred, self._domain_from_logits)
+
+    def _build_head_on(self, inputs: tf.Tensor) -> None:
+        """Builds an unbuilt domain head on `inputs` (one point of what it will see)."""
+        if not self.domain_head.built:
+            self.domain_head(inputs, training=False)

@@ -1,0 +1,166 @@
+"""`MDD`: margin disparity discrepancy (Zhang et al., ICML 2019).
+
+    features  = feature_extractor(x)
+    label     = label_head(features)                                # what the model predicts
+    adversary = adversarial_head(GradReverse(lambda_)(features))    # training only
+
+The adversarial head is a copy of the label head's architecture (fresh
+weights) unless one is passed. Classification form, with `h(x)` the label
+head's predicted class (no gradient) and `p'` the adversary's probabilities:
+
+    transfer = margin * mean_source(-log p'_h(x))  -  mean_target(log(1 - p'_h(x) + 1e-6), clipped at 0)
+    objective = label loss + trade_off * transfer
+
+The adversarial head minimizes `transfer` (agree with the label head on the
+source, disagree on the target); behind the reversal, the feature extractor
+maximizes it. Regression form: both disparities are the mean absolute
+difference of the adversary's output from the label head's (no gradient).
+These are Transfer-Learning-Library's `ClassificationMarginDisparityDiscrepancy`
+and `RegressionMarginDisparityDiscrepancy` (negated: TLlib trains `-mdd`),
+with the source and target means taken separately, so the shares may differ.
+The default lambda schedule is TLlib's warm start: up to 0.1, steepness 1,
+over 1000 steps (`schedules.warm_start_lambda`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import tensorflow as tf
+
+from grad_reverse._keras import keras
+from grad_reverse.dann.model import AdversarialModel, check_part
+from grad_reverse.dann.probabilities import class_log_probabilities, tell_from_logits
+from grad_reverse.dann.schedules import DEFAULT_WARM_START_STEPS, _finite
+from grad_reverse.ops import grad_reverse
+
+FORMS = ("classification", "regression")
+DEFAULT_MARGINS = {"classification": 4.0, "regression": 1.0}  # TLlib's
+SHIFT = 1e-6  # inside log(1 - p'), as TLlib's shift_log
+
+
+def copy_of(label_head: Any) -> Any:
+    """A fresh head of `label_head`'s architecture (new weights), or a ValueError saying how to pass one."""
+    try:
+        if isinstance(label_head, keras.Model):
+            return keras.models.clone_model(label_head)
+        return label_head.__class__.from_config(label_head.get_config())
+    except (NotImplementedError, TypeError, ValueError, AttributeError) as error:
+        raise ValueError("MDD: cannot copy the label head's architecture for the adversarial head "
+                         f"({type(error).__name__}: {error}); pass one: MDD(..., adversarial_head=<a Keras "
+                         "model with the label head's output shape>)") from error
+
+
+def classification_disparities(log_p: tf.Tensor, log_p_adv: tf.Tensor, n_source: tf.Tensor) -> tuple:
+    """Per point: the source's `-log p'_h(x)` and the target's `log(1 - p'_h(x) + 1e-6)` (<= 0)."""
+    prediction = tf.argmax(log_p, axis=-1)
+    taken = tf.gather(log_p_adv, prediction, axis=1, batch_dims=1)
+    source = -taken[:n_source]
+    target = tf.math.log(tf.minimum(1.0 - tf.exp(taken[n_source:]) + SHIFT, 1.0))
+    return source, target
+
+
+def regression_disparities(y: tf.Tensor, y_adv: tf.Tensor, n_source: tf.Tensor) -> tuple:
+    """Per point: the mean absolute difference of the adversary's output from the label head's."""
+    difference = tf.abs(tf.cast(y_adv, tf.float32) - tf.stop_gradient(tf.cast(y, tf.float32)))
+    per_point = tf.reduce_mean(tf.reshape(difference, [tf.shape(difference)[0], -1]), axis=-1)
+    return per_point[:n_source], per_point[n_source:]
+
+
+@keras.saving.register_keras_serializable(package="grad_reverse")
+class MDD(AdversarialModel):
+    """Margin disparity discrepancy training of `label_head(feature_extractor(x))`.
+
+    Args:
+      feature_extractor: points -> features.
+      label_head: features -> class scores (softmax probabilities, logits,
+        or one sigmoid unit, worked as two classes), or regression outputs.
+      adversarial_head: the adversary, features -> the label head's output
+        shape; default: a copy of the label head's architecture.
+      margin: the margin factor gamma (> 0; TLlib's default 4 for
+        classification, 1 for regression).
+      trade_off: eta, the transfer term's weight in the objective.
+      form: `"classification"` or `"regression"`.
+      lambda_max, gamma, lambda_schedule, warm_start_steps: the reversal's
+        schedule (see `schedules`); default TLlib's warm start to 0.1.
+
+    `compile(optimizer, loss, metrics, part_optimizers=..., label_from_logits=...)`;
+    parts with their own optimizer: `feature_extractor`, `adversarial_head`.
+    The History has `loss`, the label metrics, `transfer_loss` and `lambda`.
+    """
+
+    METHOD = "MDD"
+    PARTS = ("feature_extractor", "label_head", "adversarial_head")
+    OWN_OPTIMIZER_PARTS = ("feature_extractor", "adversarial_head")
+    METRIC_NAMES = ("transfer_loss",)
+
+    def __init__(self, feature_extractor: Any, label_head: Any, adversarial_head: Any = None, *,
+                 margin: Optional[float] = None, trade_off: float = 1.0, form: str = "classification",
+                 lambda_max: float = 0.1, gamma: float = 1.0, lambda_schedule: str = "warm_start",
+                 warm_start_steps: Optional[int] = DEFAULT_WARM_START_STEPS, **kwargs: Any) -> None:
+        super().__init__(lambda_max=lambda_max, gamma=gamma, lambda_schedule=lambda_schedule,
+                         warm_start_steps=warm_start_steps, **kwargs)
+        if form not in FORMS:
+            raise ValueError(f"MDD: form must be one of {FORMS}, got {form!r}")
+        margin = DEFAULT_MARGINS[form] if margin is None else _finite("MDD: margin", margin)
+        if margin <= 0.0:
+            raise ValueError(f"MDD: margin (the margin factor gamma) must be > 0, got {margin}; "
+                             "the paper and TLlib use 4 (classification), 1 for regression")
+        self.feature_extractor = check_part("MDD", "feature_extractor", feature_extractor)
+        self.label_head = check_part("MDD", "label_head", label_head)
+        if adversarial_head is None:
+            adversarial_head = copy_of(label_head)
+        self.adversarial_head = check_part("MDD", "adversarial_head", adversarial_head)
+        self.margin = margin
+        self.trade_off = _finite("MDD: trade_off", trade_off)
+        self.form = form
+        self._label_from_logits = False
+        self._label_activation: Optional[str] = None
+
+    # --- compile -----------------------------------------------------------------------
+
+    def compile(self, *args: Any, label_from_logits: Optional[bool] = None, **kwargs: Any) -> None:
+        """Keras' `compile` and `part_optimizers`; `label_from_logits` (classification):
+        whether the label head outputs logits, by default told from its last activation."""
+        super().compile(*args, label_from_logits=label_from_logits, **kwargs)
+
+    def _method_compile_keys(self) -> tuple:
+        return ("label_from_logits",)
+
+    def _method_compile(self, label_from_logits: Optional[bool] = None) -> None:
+        if self.form == "classification":
+            self._label_from_logits, self._label_activation = tell_from_logits("MDD", self.label_head,
+                                                                               label_from_logits)
+
+    def _method_compile_arguments(self) -> dict:
+        return {"label_from_logits": self._label_from_logits if self.form == "classification" else None}
+
+    def _adversarial_weight(self) -> float:
+        return self.trade_off
+
+    # --- the training step -------------------------------------------------------------
+
+    def _adversarial_step(self, features: tf.Tensor, n_source: tf.Tensor, lambda_: tf.Tensor) -> tuple:
+        y_all = self.label_head(features, training=True)
+        y_adv = self.adversarial_head(grad_reverse(features, lambda_), training=True)
+        if self.form == "classification":
+            log_p = class_log_probabilities("MDD", y_all, self._label_from_logits, self._label_activation)
+            log_p_adv = class_log_probabilities("MDD", y_adv, self._label_from_logits, self._label_activation)
+            source, target = classification_disparities(log_p, log_p_adv, n_source)
+        else:
+            source, target = regression_disparities(y_all, y_adv, n_source)
+        transfer = self.margin * tf.reduce_mean(source) - tf.reduce_mean(target)
+        return y_all[:n_source], transfer, {"transfer_loss": transfer}
+
+    def _prepare_adversary(self, features: tf.Tensor) -> None:
+        """Builds an unbuilt adversarial head on the features; it must give the label head's output shape."""
+        label_shape = self.label_head(features, training=False).shape
+        adversary_shape = self.adversarial_head(features, training=False).shape
+        if label_shape != adversary_shape:
+            raise ValueError(f"MDD: the adversarial head must give the label head's output shape {label_shape}, "
+                             f"got {adversary_shape}")
+
+    # --- saving ------------------------------------------------------------------------
+
+    def _method_config(self) -> dict[str, Any]:
+        return {"margin": self.margin, "trade_off": self.trade_off, "form": self.form}

@@ -1,0 +1,54 @@
+"""Class probabilities from a label head's output, for CDAN's conditioning and MDD's disparity.
+
+A head's output is taken as probabilities when its last activation is
+softmax (or sigmoid on one unit), as logits when it is linear; `compile`'s
+`label_from_logits` says it when the activation cannot be told. One output
+unit is a binary task: P(class 1) = p (or sigmoid(logit)), worked as the two
+classes `[1 - p, p]`. Several sigmoid units are refused: they are
+independent labels, not one distribution over classes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import tensorflow as tf
+
+from grad_reverse.dann.domain_head import activation_name
+
+# Clips probabilities before the log (a head's softmax may give exact 0).
+_TINY = 1e-12
+
+
+def tell_from_logits(method: str, label_head: Any, label_from_logits: Optional[bool]) -> tuple:
+    """`(from_logits, activation)`: whether `label_head` outputs logits, told from its last activation
+    unless `label_from_logits` says it; a ValueError naming what is accepted otherwise."""
+    activation = activation_name(label_head)
+    if label_from_logits is not None:
+        return bool(label_from_logits), activation
+    if activation not in ("linear", "softmax", "sigmoid"):
+        raise ValueError(
+            f"{method}.compile: {method} needs class probabilities from the label head, and cannot tell "
+            f"whether it outputs logits or probabilities (its last activation is {activation!r}); accepted: "
+            "a last activation of softmax, sigmoid (one unit) or linear (logits), or "
+            "compile(label_from_logits=True or False)")
+    return activation == "linear", activation
+
+
+def class_log_probabilities(method: str, y: tf.Tensor, from_logits: bool, activation: Optional[str]) -> tf.Tensor:
+    """Log-probabilities [batch, classes] (float32) from a label head's output `y` [batch, units]."""
+    if y.shape.rank != 2 or y.shape[-1] is None:
+        raise ValueError(f"{method}: the label head must output [batch, classes] (one unit for a binary task) "
+                         f"to give class probabilities, got shape {y.shape}")
+    y = tf.cast(y, tf.float32)
+    units = y.shape[-1]
+    if units == 1:
+        if from_logits:
+            return tf.concat([tf.math.log_sigmoid(-y), tf.math.log_sigmoid(y)], axis=-1)
+        return tf.math.log(tf.clip_by_value(tf.concat([1.0 - y, y], axis=-1), _TINY, 1.0))
+    if activation == "sigmoid" and not from_logits:
+        raise ValueError(f"{method}: a label head with {units} sigmoid units gives independent labels, not class "
+                         "probabilities; accepted: softmax over the classes, one sigmoid unit (binary), or logits")
+    if from_logits:
+        return tf.nn.log_softmax(y, axis=-1)
+    return tf.math.log(tf.clip_by_value(y, _TINY, 1.0))

@@ -1,0 +1,120 @@
+"""Source-only, DANN, CDAN, CDAN+E and MDD side by side on one problem over seeds:
+
+    python -m grad_reverse.demo.compare --problem blobs --methods source_only dann cdan mdd --seeds 10
+
+prints each method's target accuracy, min / mean / max over the seeds, and
+writes them to --out (JSON). Every method trains the same networks from the
+same initial weights (per seed) on the same batches, with Adam(0.01) keeping
+an exponential moving average of the weights (as the moons demo);
+`source_only` is the DANN with domain_loss_weight 0 (the label loss alone).
+Problems: `demo.problems`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from typing import Any
+
+import numpy as np
+
+METHODS = ("source_only", "dann", "cdan", "cdan_e", "mdd")
+LAMBDA_MAX = {"moons": 6.0, "blobs": 1.0}  # DANN's and CDAN's ramp; MDD keeps TLlib's warm start to 0.1
+BATCH_SIZE = 256  # source + target
+
+
+def _parts(problem: Any, seed: int) -> tuple:
+    from grad_reverse._keras import keras
+
+    keras.utils.set_random_seed(seed)
+    if problem.name == "moons":  # the paper's shallow network: 15 sigmoid units
+        features = keras.Sequential([keras.Input((2,)), keras.layers.Dense(15, activation="sigmoid")])
+        width = 15
+    else:
+        features = keras.Sequential([keras.Input((2,)), keras.layers.Dense(32, activation="relu"),
+                                     keras.layers.Dense(16, activation="relu")])
+        width = 16
+    units, activation = (1, "sigmoid") if problem.classes == 2 else (problem.classes, "softmax")
+    label = keras.Sequential([keras.Input((width,)), keras.layers.Dense(units, activation=activation)])
+    domain = keras.Sequential([keras.layers.Dense(16, activation="relu"), keras.layers.Dense(1, activation="sigmoid")])
+    return features, label, domain
+
+
+def build(method: str, problem: Any, seed: int) -> Any:
+    """The compiled model of `method` for `problem`, its weights drawn from `seed`."""
+    from grad_reverse._keras import keras
+    from grad_reverse.dann import CDAN, DANN, MDD
+
+    features, label, domain = _parts(problem, seed)
+    lambda_max = LAMBDA_MAX[problem.name]
+    if method in ("source_only", "dann"):
+        model = DANN(features, label, domain, lambda_max=lambda_max)
+    elif method in ("cdan", "cdan_e"):
+        model = CDAN(features, label, domain, lambda_max=lambda_max, entropy_conditioning=method == "cdan_e")
+    elif method == "mdd":
+        model = MDD(features, label)
+    else:
+        raise ValueError(f"compare: unknown method {method!r}; accepted: {METHODS}")
+    loss = "binary_crossentropy" if problem.classes == 2 else "sparse_categorical_crossentropy"
+    extra = {"domain_loss_weight": 0.0} if method == "source_only" else {}
+    model.compile(keras.optimizers.Adam(0.01, use_ema=True, ema_momentum=0.99), loss, **extra)
+    return model
+
+
+def target_accuracy(model: Any, problem: Any) -> float:
+    scores = np.asarray(model(problem.x_target, training=False))
+    predicted = (scores[:, 0] > 0.5).astype(int) if scores.shape[1] == 1 else scores.argmax(1)
+    return float(np.mean(predicted == problem.y_target))
+
+
+def run(problem_name: str, methods: list, seeds: list, steps: int, quiet: bool = False) -> dict:
+    from grad_reverse.demo.problems import PROBLEMS
+
+    results: dict = {m: [] for m in methods}
+    seconds: dict = {m: 0.0 for m in methods}
+    for seed in seeds:
+        problem = PROBLEMS[problem_name](seed)
+        for method in methods:
+            model = build(method, problem, seed)
+            start = time.perf_counter()
+            model.fit(problem.x_source, problem.y_source, target=problem.x_target, batch_size=BATCH_SIZE,
+                      steps_per_epoch=steps, seed=seed, verbose=0)
+            seconds[method] += time.perf_counter() - start
+            results[method].append(target_accuracy(model, problem))
+            if not quiet:
+                print(f"seed {seed} {method:12s} target accuracy {results[method][-1]:.3f}", flush=True)
+    return {"problem": problem_name, "steps": steps, "seeds": seeds, "accuracy": results,
+            "fit_seconds": seconds}
+
+
+def table(result: dict) -> str:
+    lines = [f"{result['problem']}: target accuracy over {len(result['seeds'])} seeds, {result['steps']} steps",
+             f"{'method':12s} {'min':>6s} {'mean':>6s} {'max':>6s} {'fit s/seed':>10s}"]
+    for method, values in result["accuracy"].items():
+        per_seed = result["fit_seconds"][method] / len(values)
+        lines.append(f"{method:12s} {min(values):6.3f} {np.mean(values):6.3f} {max(values):6.3f} {per_seed:10.1f}")
+    return "\n".join(lines)
+
+
+def main(argv: Any = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--problem", default="blobs", choices=("moons", "blobs"))
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    parser.add_argument("--seeds", type=int, default=3, help="seeds 0 .. N-1 (default 3)")
+    parser.add_argument("--steps", type=int, default=1000, help="training steps per model (default 1000)")
+    parser.add_argument("--out", help="write the results here (JSON)")
+    parser.add_argument("--quiet", action="store_true")
+    args = parser.parse_args(argv)
+    if args.seeds < 1 or args.steps < 1:
+        parser.error("--seeds and --steps must be at least 1")
+    result = run(args.problem, args.methods, list(range(args.seeds)), args.steps, args.quiet)
+    print(table(result))
+    if args.out:
+        with open(args.out, "w") as file:
+            json.dump(result, file, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
