@@ -54,6 +54,7 @@ BUILD_INFO_NAME = "_build_info.json"
 # The releases grad-reverse supports (build_tools/tensorflow_requirement.py
 # holds the same range for the build; tests/test_loader.py checks they agree).
 SUPPORTED = ((2, 15), (2, 21))
+_OLDEST, _NEWEST = ("%d.%d" % release for release in SUPPORTED)
 BUILD_HINT = (
     "Build and install it from the grad-reverse source tree with "
     "`pip install .` (it compiles against the TensorFlow installed in that "
@@ -96,7 +97,6 @@ def library_dir(libraries_dir: Path = LIBRARIES_DIR, running: Optional[str] = No
         raise ImportError(
             f"grad_reverse: no native op library was found in {libraries_dir}. {BUILD_HINT}"
         )
-    oldest, newest = ("%d.%d" % release for release in SUPPORTED)
     wanted, release = series(running), _release(running)
     if release is not None and SUPPORTED[0] <= release <= SUPPORTED[1]:
         other_way = (", or build grad-reverse from source against this TensorFlow "
@@ -107,7 +107,7 @@ def library_dir(libraries_dir: Path = LIBRARIES_DIR, running: Optional[str] = No
     raise ImportError(
         f"grad_reverse: this process runs TensorFlow {running}, but this installation of "
         f"grad-reverse holds op libraries for TensorFlow {', '.join(held)} only (in "
-        f"{libraries_dir}); grad-reverse supports TensorFlow {oldest} to {newest}, and a custom "
+        f"{libraries_dir}); grad-reverse supports TensorFlow {_OLDEST} to {_NEWEST}, and a custom "
         f"op must be compiled for the TensorFlow minor release it is loaded into. Install "
         f"TensorFlow {choices} (for example `pip install \"tensorflow-cpu=={held[-1]}.*\"`)"
         f"{other_way}."
@@ -162,9 +162,9 @@ def choose(libraries_dir: Path = LIBRARIES_DIR, running: Optional[str] = None,
     if release is not None and release < SUPPORTED[0]:
         raise ImportError(
             f"grad_reverse: this process runs TensorFlow {running}; grad-reverse supports TensorFlow "
-            f"{'%d.%d' % SUPPORTED[0]} and newer (tested: {'%d.%d' % SUPPORTED[0]} to "
-            f"{'%d.%d' % SUPPORTED[1]}). Install a newer TensorFlow (for example "
-            f"`pip install \"tensorflow-cpu=={'%d.%d' % SUPPORTED[1]}.*\"`)."
+            f"{_OLDEST} and newer (tested: {_OLDEST} to "
+            f"{_NEWEST}). Install a newer TensorFlow (for example "
+            f"`pip install \"tensorflow-cpu=={_NEWEST}.*\"`)."
         )
     if mode == STABLE:
         if not stable_held:
@@ -184,7 +184,7 @@ def choose(libraries_dir: Path = LIBRARIES_DIR, running: Optional[str] = None,
     held_text = f"it holds C++ libraries for TensorFlow {', '.join(held)}" if held else "it holds no C++ library"
     if release is not None and release > SUPPORTED[1]:
         reason = (f"TensorFlow {running} is newer than the releases this grad-reverse was built and "
-                  f"tested for ({'%d.%d' % SUPPORTED[0]} to {'%d.%d' % SUPPORTED[1]})")
+                  f"tested for ({_OLDEST} to {_NEWEST})")
     else:
         reason = f"this installation has no C++ library for TensorFlow {series(running)} ({held_text})"
     warning = (
@@ -277,7 +277,7 @@ def load_library(directory: Optional[Path] = None) -> tuple[ModuleType, dict[str
                 f"grad_reverse: TensorFlow {running} does not export the C API function "
                 f"{missing.group(1)}, which the stable-ABI library {library} calls: this release "
                 f"broke TensorFlow's stable C API. Install a TensorFlow that grad-reverse supports "
-                f"({'%d.%d' % SUPPORTED[0]} to {'%d.%d' % SUPPORTED[1]}), and report it to grad-reverse."
+                f"({_OLDEST} to {_NEWEST}), and report it to grad-reverse."
             ) from None
         # What dlopen says of a truncated or corrupted file ("file too short",
         # "invalid ELF header", a missing symbol).
