@@ -10,6 +10,12 @@
 #                               the running one's. With nvcc at build time,
 #                               each carries the CUDA kernel and its own static
 #                               CUDA runtime.
+#   grad_reverse/_libs/stable/  the stable-ABI op library (TensorFlow's C API
+#                               only, compiled against the oldest release's C
+#                               headers): the loader's choice for a TensorFlow
+#                               without a library of its own, newer ones
+#                               included; checked against every release's
+#                               exports below
 #   grad_reverse/_kernels.cpython-3XY-*.so
 #                               the pybind11 kernel module, one per Python
 #                               found here (Python picks its own by suffix)
@@ -46,6 +52,10 @@ start=$SECONDS
 dist_dir=$(mkdir -p "${1:-dist}" && cd "${1:-dist}" && pwd)
 python=${PYTHON:-python3}
 releases=${GRAD_REVERSE_WHEEL_TENSORFLOW:-2.15 2.16 2.17 2.18 2.19 2.20 2.21}
+# Oldest first: CMake compiles the stable-ABI library against the first
+# release's C headers, which every later release's C API still provides.
+releases=$(printf '%s\n' $releases | sort -t. -k1,1n -k2,2n | tr '\n' ' ')
+releases=${releases% }
 pythons=${GRAD_REVERSE_WHEEL_PYTHONS:-3.9 3.10 3.11 3.12 3.13}
 cuda=${GRAD_REVERSE_CUDA:-AUTO}
 cpu=${GRAD_REVERSE_WHEEL_CPU:-x86_64}
@@ -72,6 +82,7 @@ sysroot=$("$python" build_tools/sysroot.py "$work/sysroot" --arch "$cpu")
 
 tf_pythons=()
 extra_pythons=()
+frameworks=()  # --framework RELEASE=PATH for check_wheel.py
 if [ "$cpu" = aarch64 ]; then
   step "emulated aarch64 Python"
   root=$(build_tools/emulated_root.sh "$work/aarch64/root")
@@ -82,6 +93,7 @@ if [ "$cpu" = aarch64 ]; then
     echo "  $release: $(PYTHON=$python build_tools/aarch64_tensorflow.sh "$release" "$site")"
     build_tools/aarch64_python.sh "$root" "$work/aarch64/bin/python-tf$release" "$site"
     tf_pythons+=("$work/aarch64/bin/python-tf$release")
+    frameworks+=(--framework "$release=$site/tensorflow/libtensorflow_framework.so.2")
   done
   extra_pythons=("$work/aarch64/bin/python-tf${releases##* }")
   build_dir=$work/cmake-aarch64
@@ -98,6 +110,7 @@ else
     fi
     echo "  $release: tensorflow-cpu $have"
     tf_pythons+=("$venv/bin/python")
+    frameworks+=(--framework "$release=$(echo "$venv"/lib/python3*/site-packages/tensorflow/libtensorflow_framework.so.2)")
   done
 
   step "Pythons for the kernel module: $pythons"
@@ -148,5 +161,5 @@ PATH="$tools/bin:$PATH" "$tools/bin/auditwheel" repair --wheel-dir "$dist_dir" \
 wheel=$(ls "$dist_dir"/grad_reverse-*"$cpu".whl)
 
 step "check"
-"$tools/bin/python" build_tools/check_wheel.py "$wheel" --releases "$releases"
+"$tools/bin/python" build_tools/check_wheel.py "$wheel" --releases "$releases" "${frameworks[@]}"
 echo "build_pip_pkg.sh: built $wheel ($(du -h "$wheel" | cut -f1)) in $((SECONDS - start)) s"

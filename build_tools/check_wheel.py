@@ -12,7 +12,12 @@ for an op library its build record) and exits 1 when:
     (elf_symbols.LIMITS), or leaves a CUDA runtime symbol undefined;
   * a release of --releases has no op library and build record, or a record
     names another TensorFlow release than its folder;
-  * the build records disagree on CUDA (all of them carry the kernel, or none).
+  * the build records disagree on CUDA (all of them carry the kernel, or none);
+  * the stable-ABI library (_libs/stable/) is missing, imports anything but
+    TensorFlow's C API (TF_ functions) and the C/C++ runtimes (a mangled
+    TensorFlow or Abseil name would bind it to one release), or imports a
+    TF_ function that a release's libtensorflow_framework.so.2 given with
+    --framework RELEASE=PATH does not export (one line per release).
 """
 
 from __future__ import annotations
@@ -26,11 +31,12 @@ import zipfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from elf_symbols import (ELF_MACHINES, elf_machine, format_version, newest_versions, too_new,  # noqa: E402
-                         undefined_cuda_symbols)
+from elf_symbols import (ELF_MACHINES, c_api_imports, elf_machine, exported_functions,  # noqa: E402
+                         format_version, newest_versions, non_c_api_imports, too_new, undefined_cuda_symbols)
 
 NEWEST_TAG = (2, 27)
 OP_LIBRARY = re.compile(r"grad_reverse/_libs/tf(\d+\.\d+)/_grad_reverse_ops\.so")
+STABLE_LIBRARY = "grad_reverse/_libs/stable/_grad_reverse_ops.so"
 
 
 def wheel_cpu(wheel: Path) -> str | None:
@@ -56,7 +62,23 @@ def tag_problems(wheel: Path) -> list[str]:
     return []
 
 
-def check(wheel: Path, releases: list[str]) -> list[str]:
+def stable_library_problems(library: Path, frameworks: dict[str, Path]) -> list[str]:
+    """What is wrong with the stable-ABI library (see the module's doc); prints
+    what it imports and, per release, whether that release exports it."""
+    problems = [f"{STABLE_LIBRARY} imports {name}, which is neither TensorFlow's C API nor the C/C++ runtime"
+                for name in non_c_api_imports(library)]
+    imported = c_api_imports(library)
+    print(f"  {STABLE_LIBRARY} imports {len(imported)} TensorFlow C API functions")
+    for release, framework in sorted(frameworks.items()):
+        missing = sorted(set(imported) - exported_functions(framework))
+        print(f"    TensorFlow {release}: " + (f"MISSING {', '.join(missing)}" if missing else
+                                                f"exports all {len(imported)}"))
+        problems += [f"TensorFlow {release}'s {framework.name} does not export {name}, which "
+                     f"{STABLE_LIBRARY} imports" for name in missing]
+    return problems
+
+
+def check(wheel: Path, releases: list[str], frameworks: dict[str, Path] | None = None) -> list[str]:
     problems = tag_problems(wheel)
     cpu = wheel_cpu(wheel)
     records: dict[str, dict] = {}
@@ -90,6 +112,12 @@ def check(wheel: Path, releases: list[str]) -> list[str]:
                     if not str(record.get("tensorflow_version", "")).startswith(match.group(1) + "."):
                         problems.append(f"{record_name} names TensorFlow {record.get('tensorflow_version')}")
             print(line)
+            if name == STABLE_LIBRARY:
+                problems += stable_library_problems(path, frameworks or {})
+    if STABLE_LIBRARY not in names:
+        problems.append(f"the wheel holds no stable-ABI library ({STABLE_LIBRARY})")
+    elif json.loads(archive_record(wheel, STABLE_LIBRARY)).get("abi") != "stable":
+        problems.append(f"the build record beside {STABLE_LIBRARY} does not say \"abi\": \"stable\"")
     missing = [release for release in releases if release not in records]
     if missing:
         problems.append(f"no op library for TensorFlow {', '.join(missing)}")
@@ -99,12 +127,35 @@ def check(wheel: Path, releases: list[str]) -> list[str]:
     return problems
 
 
+def archive_record(wheel: Path, library: str) -> bytes:
+    """The build record beside `library` in the wheel ("{}" when there is none)."""
+    with zipfile.ZipFile(wheel) as archive:
+        try:
+            return archive.read(library.replace("_grad_reverse_ops.so", "_build_info.json"))
+        except KeyError:
+            return b"{}"
+
+
+def parse_frameworks(pairs: list[str]) -> dict[str, Path]:
+    """{"2.15": Path(...)} from ["2.15=PATH", ...]."""
+    frameworks = {}
+    for pair in pairs:
+        release, separator, path = pair.partition("=")
+        if not separator or not path:
+            raise SystemExit(f"check_wheel.py: --framework takes RELEASE=PATH, got {pair!r}")
+        frameworks[release] = Path(path)
+    return frameworks
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("wheel", type=Path)
     parser.add_argument("--releases", default="", help="TensorFlow releases the wheel must hold, space-separated")
+    parser.add_argument("--framework", action="append", default=[], metavar="RELEASE=PATH",
+                        help="a release's libtensorflow_framework.so.2, whose exports the stable library's "
+                             "imports must be among (repeatable)")
     args = parser.parse_args(argv)
-    problems = check(args.wheel, args.releases.split())
+    problems = check(args.wheel, args.releases.split(), parse_frameworks(args.framework))
     for problem in problems:
         print(f"check_wheel.py: {problem}", file=sys.stderr)
     print("check_wheel.py: " + ("FAILED" if problems else "passed"))

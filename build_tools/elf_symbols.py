@@ -63,3 +63,46 @@ def elf_machine(path: Path) -> int:
     ELF. Read little-endian: both CPUs' ELF files are."""
     header = path.read_bytes()[:20]
     return int.from_bytes(header[18:20], "little") if header[:4] == b"\x7fELF" else -1
+
+
+# What the stable-ABI op library may import: TensorFlow's C API (TF_ names,
+# plain C, so unversioned or TensorFlow's own version node), and from the
+# C and C++ runtimes (symbol versions GLIBC_, GLIBCXX_, CXXABI_, GCC_).
+_RUNTIME_VERSION = re.compile(r"^(GLIBC|GLIBCXX|CXXABI|GCC)_\d")
+_TOOLCHAIN_WEAK = {"__gmon_start__", "_ITM_deregisterTMCloneTable", "_ITM_registerTMCloneTable"}
+
+
+def undefined_dynamic_symbols(library: Path) -> list[tuple[str, str]]:
+    """(name, version) of each dynamic symbol the library imports; version
+    is "" for an unversioned reference."""
+    found = []
+    for line in _run("objdump", "-T", str(library)).splitlines():
+        if "*UND*" not in line:
+            continue
+        fields = line.split()
+        version = next((f.strip("()") for f in fields if f.startswith("(") and f.endswith(")")), "")
+        found.append((fields[-1], version))
+    return sorted(found)
+
+
+def non_c_api_imports(library: Path) -> list[str]:
+    """What the library imports beyond TensorFlow's C API and the C/C++
+    runtimes: a mangled TensorFlow or Abseil name here binds the library to
+    one TensorFlow release's C++ ABI."""
+    return [f"{name} ({version or 'unversioned'})" for name, version in undefined_dynamic_symbols(library)
+            if not (name.startswith("TF_") or _RUNTIME_VERSION.match(version) or name in _TOOLCHAIN_WEAK)]
+
+
+def c_api_imports(library: Path) -> list[str]:
+    """The TensorFlow C API functions (TF_ names) the library imports."""
+    return sorted(name for name, _ in undefined_dynamic_symbols(library) if name.startswith("TF_"))
+
+
+def exported_functions(library: Path) -> set[str]:
+    """Names of the functions the library exports, without their versions."""
+    names = set()
+    for line in _run("nm", "-D", "--defined-only", str(library)).splitlines():
+        fields = line.split()
+        if len(fields) == 3 and fields[1] in "TtWi":
+            names.add(fields[2].split("@")[0])
+    return names

@@ -28,11 +28,14 @@ is installed, or when the installed one is outside the range.
 
 Supported releases: OLDEST_SUPPORTED to NEWEST_SUPPORTED (the ones the
 version matrix, scripts/tensorflow_matrix.py, builds and tests). A TensorFlow
-outside that range stops the build at its start with a message that says so,
+older than that stops the build at its start with a message that says so,
 instead of a compiler error deep in the log, unless
-GRAD_REVERSE_ALLOW_UNSUPPORTED_TENSORFLOW=1 asks to build anyway. CMake asks
-the same question (`python tensorflow_requirement.py check-version X.Y.Z`),
-so builds that bypass pip get the same answer.
+GRAD_REVERSE_ALLOW_UNSUPPORTED_TENSORFLOW=1 asks to build anyway. A newer one
+builds, with a warning: the stable-ABI library (cc/stable/, TensorFlow's C
+API) always, the C++ library where it still compiles (CMake does not let its
+failure fail the install). CMake asks the same question
+(`python tensorflow_requirement.py check-version X.Y.Z`), so builds that
+bypass pip get the same answer.
 
 Before any of that, an OS the build has no branch for (anything but Linux)
 stops it too: see supported_platforms.py.
@@ -91,25 +94,45 @@ def _series(major_minor: tuple[int, int]) -> str:
 
 
 def unsupported_message(version: str, distribution: str = "TensorFlow") -> Optional[str]:
-    """Why `version` is outside the supported range, or None when it is inside."""
+    """Why `version` is older than the supported range, or None when it is not."""
     found = release(version)
-    if OLDEST_SUPPORTED <= found <= NEWEST_SUPPORTED:
+    if found >= OLDEST_SUPPORTED:
         return None
-    where = "older than the oldest" if found < OLDEST_SUPPORTED else "newer than the newest"
     return (
         f"grad-reverse supports TensorFlow {_series(OLDEST_SUPPORTED)} to "
-        f"{_series(NEWEST_SUPPORTED)}; this environment has {distribution} {version}, "
-        f"{where} tested release. Install a supported TensorFlow (for example "
+        f"{_series(NEWEST_SUPPORTED)} (and newer releases through its stable-ABI library); "
+        f"this environment has {distribution} {version}, older than the oldest "
+        f"supported release. Install a supported TensorFlow (for example "
         f"`pip install \"tensorflow=={_series(NEWEST_SUPPORTED)}.*\"`), or set "
         f"{ALLOW_UNSUPPORTED_VARIABLE}=1 to build against {version} anyway (untested: "
         f"the build or the tests may fail)."
     )
 
 
+def newer_than_tested(version: str) -> bool:
+    """Whether `version` is a release after NEWEST_SUPPORTED (a nightly included)."""
+    return release(version) > NEWEST_SUPPORTED
+
+
+def newer_message(version: str, distribution: str = "TensorFlow") -> str:
+    return (
+        f"grad-reverse was tested with TensorFlow {_series(OLDEST_SUPPORTED)} to "
+        f"{_series(NEWEST_SUPPORTED)}; this environment has {distribution} {version}, newer "
+        f"than the newest tested release. Building the stable-ABI library (TensorFlow's C API: "
+        f"no XLA kernels, no CUDA backward kernel), and the C++ library where it still compiles "
+        f"(docs/versions.md, \"A TensorFlow newer than this release\")."
+    )
+
+
 def check_supported(version: str, distribution: str = "TensorFlow") -> None:
-    """Raises UnsupportedTensorFlow for a release outside the range, unless allowed."""
+    """Raises UnsupportedTensorFlow for a release older than the range, unless
+    allowed; warns (stderr) for one newer than the range."""
     message = unsupported_message(version, distribution)
-    if message is None or os.environ.get(ALLOW_UNSUPPORTED_VARIABLE, "") not in ("", "0"):
+    if message is None:
+        if newer_than_tested(version):
+            print(f"\nWARNING: {newer_message(version, distribution)}\n", file=sys.stderr)
+        return
+    if os.environ.get(ALLOW_UNSUPPORTED_VARIABLE, "") not in ("", "0"):
         return
     raise UnsupportedTensorFlow(message)
 
@@ -211,16 +234,19 @@ def dynamic_metadata(field: str, settings: Optional[Mapping[str, Any]] = None, *
 
 def main(argv: list[str]) -> int:
     """`check-version X.Y.Z`, for CMake: exit 2 with the message on stderr when
-    unsupported; a warning on stdout when allowed anyway; 0 otherwise."""
+    unsupported; a warning on stdout when allowed anyway; 3 with a warning on
+    stdout for a release newer than the tested range (CMake then builds the
+    C++ library as a best effort); 0 otherwise."""
     if len(argv) != 2 or argv[0] != "check-version":
         print("usage: tensorflow_requirement.py check-version X.Y.Z", file=sys.stderr)
         return 1
     version = argv[1]
-    try:
-        message = unsupported_message(version)
-        check_supported(version)
-    except UnsupportedTensorFlow as error:
-        print(error, file=sys.stderr)
+    message = unsupported_message(version)
+    if message is None and newer_than_tested(version):
+        print(newer_message(version))
+        return 3
+    if message and os.environ.get(ALLOW_UNSUPPORTED_VARIABLE, "") in ("", "0"):
+        print(message, file=sys.stderr)
         return 2
     if message:
         print(f"{message} ({ALLOW_UNSUPPORTED_VARIABLE} is set: building anyway)")

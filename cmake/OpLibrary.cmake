@@ -68,7 +68,17 @@ function(grad_reverse_add_op_library python)
     grad_reverse_check_cuda_versions("${CMAKE_CUDA_COMPILER_VERSION}" "${TF_CUDA_VERSION}" cuda_note)
   endif()
 
-  add_library(${target} SHARED cc/ops/grad_reverse_ops.cc cc/ops/grad_reverse_kernels.cc)
+  # A release newer than the tested range: the stable-ABI library serves it
+  # (StableLibrary.cmake), so this one is a best effort that cannot fail the
+  # build (built at install time; a compiler error becomes a warning).
+  set(best_effort ${TF_NEWER_THAN_TESTED})
+  if(best_effort)
+    set(exclude EXCLUDE_FROM_ALL)
+  else()
+    set(exclude "")
+  endif()
+  add_library(${target} SHARED ${exclude} cc/ops/grad_reverse_ops.cc cc/ops/grad_reverse_kernels.cc
+    cc/kernels/cpu_path_exports.cc)
   set_target_properties(${target} PROPERTIES
     PREFIX "" OUTPUT_NAME _grad_reverse_ops
     LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/${folder})
@@ -102,7 +112,12 @@ function(grad_reverse_add_op_library python)
   set_target_properties(${target} PROPERTIES
     BUILD_RPATH "${TF_LIB_DIR}"
     INSTALL_RPATH "$ORIGIN/../../../tensorflow")
-  install(TARGETS ${target} LIBRARY DESTINATION ${PACKAGE_DIR}/_libs/${folder})
+  if(best_effort)
+    # Copied by install(CODE) below, which rewrites no RPATH.
+    set_target_properties(${target} PROPERTIES BUILD_WITH_INSTALL_RPATH ON)
+  else()
+    install(TARGETS ${target} LIBRARY DESTINATION ${PACKAGE_DIR}/_libs/${folder})
+  endif()
 
   # Recorded next to the library: the loader compares the TensorFlow release
   # before calling tf.load_op_library (an ABI mismatch can crash the process).
@@ -126,5 +141,18 @@ function(grad_reverse_add_op_library python)
 }
 ")
   file(GENERATE OUTPUT ${CMAKE_BINARY_DIR}/${folder}/_build_info.json CONTENT "${build_info}")
-  install(FILES ${CMAKE_BINARY_DIR}/${folder}/_build_info.json DESTINATION ${PACKAGE_DIR}/_libs/${folder})
+  if(best_effort)
+    install(CODE "
+      execute_process(COMMAND \${CMAKE_COMMAND} --build \"${CMAKE_BINARY_DIR}\" --target ${target}
+                      RESULT_VARIABLE built)
+      if(built EQUAL 0)
+        file(INSTALL \"${CMAKE_BINARY_DIR}/${folder}/_grad_reverse_ops.so\" \"${CMAKE_BINARY_DIR}/${folder}/_build_info.json\"
+             DESTINATION \"\${CMAKE_INSTALL_PREFIX}/${PACKAGE_DIR}/_libs/${folder}\")
+      else()
+        message(WARNING \"grad_reverse: the C++ op library for TensorFlow ${TF_VERSION} did not compile; \"
+                        \"the stable-ABI library (_libs/stable/) will serve this TensorFlow\")
+      endif()")
+  else()
+    install(FILES ${CMAKE_BINARY_DIR}/${folder}/_build_info.json DESTINATION ${PACKAGE_DIR}/_libs/${folder})
+  endif()
 endfunction()

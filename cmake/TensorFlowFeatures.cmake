@@ -5,9 +5,10 @@
 # explained in the build record, which `python -m grad_reverse info` prints.
 #
 #   grad_reverse_check_tensorflow_version(PYTHON VERSION)
-#       stops the configure with the supported range when VERSION is outside
-#       it (build_tools/tensorflow_requirement.py holds the range; the
-#       environment variable it names allows building anyway).
+#       stops the configure with the supported range when VERSION is older
+#       than it (build_tools/tensorflow_requirement.py holds the range; the
+#       environment variable it names allows building anyway); sets
+#       TF_NEWER_THAN_TESTED (ON/OFF) with a warning for a newer release.
 #   grad_reverse_probe_tensorflow_features()
 #       sets TF_HAS_XLA_HEADERS and TF_HAS_STREAM_HEADER (ON/OFF), and
 #       TF_XLA_HEADERS_NOTE (why not, when the headers are there but unusable).
@@ -25,8 +26,11 @@ function(grad_reverse_check_tensorflow_version python version)
             check-version ${version}
     OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE result
     OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_STRIP_TRAILING_WHITESPACE)
+  set(TF_NEWER_THAN_TESTED OFF PARENT_SCOPE)
   if(result EQUAL 2)
     message(FATAL_ERROR "${err}")
+  elseif(result EQUAL 3)
+    set(TF_NEWER_THAN_TESTED ON PARENT_SCOPE)
   elseif(NOT result EQUAL 0)
     message(FATAL_ERROR "grad_reverse: cannot check the TensorFlow version (${result}): ${err}")
   endif()

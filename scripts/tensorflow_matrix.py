@@ -23,6 +23,12 @@ and the tests run with a PATH that holds no C++ compiler, CMake or nvcc
 (build_tools/no_compiler_path.py), as on a user's machine without them.
 
 A row is RELEASE[@PYTHON]; without @PYTHON it uses --python (default 3.11).
+RELEASE `nightly` installs the tf-nightly that build_tools/tf_nightly.txt pins
+(a stand-in for the next release: bumped by a commit, never "latest", so a
+run is reproducible); a release installs `tensorflow-cpu==RELEASE.*`.
+--stable-tests runs chosen tests a second time in each row's environment
+with GRAD_REVERSE_LIBRARY=stable (the stable-ABI library forced where the
+wheel holds the release's own library too): one more table row each.
 A Python is a version (found as pythonX.Y on PATH or under pyenv) or a path.
 Rows whose interpreter is missing, or for which TensorFlow publishes no wheel,
 are reported as such, not as failures. Exit status: 0 when no row failed
@@ -52,14 +58,19 @@ from no_compiler_path import no_compiler_path  # noqa: E402
 RELEASES = ("2.15", "2.16", "2.17", "2.18", "2.19", "2.20", "2.21")
 EXTRA_PYTHON_ROWS = ("2.21@3.10", "2.21@3.12", "2.21@3.13")
 DEFAULT_PYTHON = "3.11"
-NO_WHEEL = re.compile(r"No matching distribution found for tensorflow-cpu|"
-                      r"Could not find a version that satisfies the requirement tensorflow-cpu")
+NIGHTLY = "nightly"
+NIGHTLY_PIN = ROOT / "build_tools" / "tf_nightly.txt"
+TENSORFLOW_DISTRIBUTIONS = ("tensorflow-cpu", "tensorflow", "tf-nightly", "tf-nightly-cpu")
+NO_WHEEL = re.compile(r"No matching distribution found for (tensorflow-cpu|tf-nightly)|"
+                      r"Could not find a version that satisfies the requirement (tensorflow-cpu|tf-nightly)")
 
 
 @dataclass
 class Row:
     release: str
     python: str
+    library: str = "auto"  # GRAD_REVERSE_LIBRARY of the tests; the kind loaded goes in `loaded`
+    loaded: str = ""
     result: str = "not run"  # passed | failed | no interpreter | no wheel | install failed | build failed
     tensorflow: str = ""
     python_version: str = ""
@@ -79,8 +90,9 @@ class Row:
 
 def parse_row(text: str, default_python: str) -> Row:
     release, _, python = text.partition("@")
-    if not re.fullmatch(r"2\.\d+", release):
-        raise argparse.ArgumentTypeError(f"a row is RELEASE[@PYTHON] such as 2.18 or 2.21@3.13, got {text!r}")
+    if not re.fullmatch(r"2\.\d+", release) and release != NIGHTLY:
+        raise argparse.ArgumentTypeError(
+            f"a row is RELEASE[@PYTHON] such as 2.18, 2.21@3.13 or {NIGHTLY}, got {text!r}")
     return Row(release=release, python=python or default_python)
 
 
@@ -145,19 +157,62 @@ def read_junit(path: Path, row: Row) -> None:
             row.passed += 1
 
 
+def tensorflow_requirement(release: str) -> str:
+    """What pip installs for a row's release."""
+    if release == NIGHTLY:
+        return NIGHTLY_PIN.read_text().split("#")[0].strip()
+    return f"tensorflow-cpu=={release}.*"
+
+
+def run_tests(row: Row, run: "Runner", python: str, work: Path, source: Path, tests: Sequence[str]) -> None:
+    """Runs `tests` in the row's environment (GRAD_REVERSE_LIBRARY=row.library)
+    and fills in the row's library, counts and result."""
+    env = dict(run.env, GRAD_REVERSE_LIBRARY=row.library)
+    tests_run = Runner(run.log, run.cwd, env)
+    record = subprocess.run(
+        [python, "-c", "import json, grad_reverse; print(json.dumps(grad_reverse.BUILD_INFO))"],
+        capture_output=True, text=True, cwd=work, env=env)
+    if record.returncode == 0:
+        info = json.loads(record.stdout.strip().splitlines()[-1])
+        row.loaded = info.get("library", {}).get("kind", "")
+        row.xla_kernels, row.cuda_kernels = bool(info.get("xla")), bool(info.get("cuda"))
+        if not row.xla_kernels:
+            row.note = f"no XLA kernels: {info.get('xla_note') or 'not built'}"
+    junit = work / f"junit-{row.library}.xml"
+    code, output, row.test_seconds = tests_run(python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m",
+                                               "not slow", "-rs", f"--junitxml={junit}",
+                                               *(str(source / t) for t in tests))
+    if junit.is_file():
+        read_junit(junit, row)
+    row.result = "passed" if code == 0 and row.failed == 0 else "failed"
+    if row.result == "failed" and not junit.is_file():
+        row.note = "pytest did not finish: see the log"
+
+
 def run_row(row: Row, out: Path, source: Path, keep: bool, wheel: Optional[Path] = None,
-            tests: Sequence[str] = ("tests",)) -> Row:
+            tests: Sequence[str] = ("tests",), stable_tests: Sequence[str] = ()) -> list[Row]:
+    """The row, and with `stable_tests` a second row for them under the stable library."""
+    rows = [row]
+    run_environment(rows, out, source, keep, wheel, tests, stable_tests)
+    return rows
+
+
+def run_environment(rows: list[Row], out: Path, source: Path, keep: bool, wheel: Optional[Path],
+                    tests: Sequence[str], stable_tests: Sequence[str]) -> None:
+    row = rows[0]
     interpreter = find_python(row.python)
     if interpreter is None:
         row.result, row.note = "no interpreter", f"no Python {row.python} on this machine"
-        return row
+        return
     work = Path(tempfile.mkdtemp(prefix=f"matrix-{row.release}-py{row.python}-"))
     log = out / f"tf{row.release}-py{row.python}.log"
     log.write_text("")
     # The build's settings stay out of a row; what the tests should expect
-    # of the build (GRAD_REVERSE_EXPECT_*) goes in.
+    # of the build (GRAD_REVERSE_EXPECT_*), and another TensorFlow's Python
+    # to move a SavedModel to and from, go in.
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("VIRTUAL_ENV", "PYTHONPATH", "GRAD_REVERSE_")) or k.startswith("GRAD_REVERSE_EXPECT_")}
+           if not k.startswith(("VIRTUAL_ENV", "PYTHONPATH", "GRAD_REVERSE_"))
+           or k.startswith(("GRAD_REVERSE_EXPECT_", "GRAD_REVERSE_OTHER_TENSORFLOW_PYTHON"))}
     env["TF_CPP_MIN_LOG_LEVEL"] = "2"
     run = Runner(log, source, env)
     try:
@@ -167,14 +222,17 @@ def run_row(row: Row, out: Path, source: Path, keep: bool, wheel: Optional[Path]
         row.python_version = subprocess.run([python, "-c", "import platform; print(platform.python_version())"],
                                             capture_output=True, text=True).stdout.strip()
         run(python, "-m", "pip", "install", "-q", "--upgrade", "pip")
-        code, output, row.install_seconds = run(python, "-m", "pip", "install", f"tensorflow-cpu=={row.release}.*")
+        requirement = tensorflow_requirement(row.release)
+        code, output, row.install_seconds = run(python, "-m", "pip", "install", requirement)
         if code != 0:
             row.result = "no wheel" if NO_WHEEL.search(output) else "install failed"
-            row.note = (f"TensorFlow {row.release} publishes no tensorflow-cpu wheel for Python {row.python_version}"
-                        if row.result == "no wheel" else "pip install tensorflow-cpu failed: see the log")
-            return row
-        row.tensorflow = subprocess.run([python, "-c", "import importlib.metadata as m; print(m.version('tensorflow-cpu'))"],
-                                        capture_output=True, text=True).stdout.strip()
+            row.note = (f"TensorFlow {row.release} publishes no wheel ({requirement}) for Python {row.python_version}"
+                        if row.result == "no wheel" else f"pip install {requirement} failed: see the log")
+            return
+        row.tensorflow = subprocess.run(
+            [python, "-c", "import importlib.metadata as m\nfor name in %r:\n    try:\n        print(m.version(name)); break\n"
+             "    except m.PackageNotFoundError: pass" % (TENSORFLOW_DISTRIBUTIONS,)],
+            capture_output=True, text=True).stdout.strip()
         if wheel is not None:
             # The wheel alone first (its install time is the row's "build"
             # time), then the test extra's packages.
@@ -188,36 +246,28 @@ def run_row(row: Row, out: Path, source: Path, keep: bool, wheel: Optional[Path]
             failure = "pip install .[test] failed: see the log"
         if code != 0:
             row.result, row.note = "build failed", failure
-            return row
-        record = subprocess.run(
-            [python, "-c", "import json, grad_reverse; print(json.dumps(grad_reverse.BUILD_INFO))"],
-            capture_output=True, text=True, cwd=work, env=run.env)
-        if record.returncode == 0:
-            info = json.loads(record.stdout.strip().splitlines()[-1])
-            row.xla_kernels, row.cuda_kernels = bool(info.get("xla")), bool(info.get("cuda"))
-            if not row.xla_kernels:
-                row.note = f"no XLA kernels: {info.get('xla_note') or 'not built'}"
-        junit = work / "junit.xml"
-        code, output, row.test_seconds = run(python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not slow",
-                                             "-rs", f"--junitxml={junit}", *(str(source / t) for t in tests))
-        if junit.is_file():
-            read_junit(junit, row)
-        row.result = "passed" if code == 0 and row.failed == 0 else "failed"
-        if row.result == "failed" and not junit.is_file():
-            row.note = "pytest did not finish: see the log"
-        return row
+            return
+        run_tests(row, run, python, work, source, tests)
+        if stable_tests:
+            stable = Row(row.release, row.python, library="stable", tensorflow=row.tensorflow,
+                         python_version=row.python_version, source_commit=row.source_commit)
+            rows.append(stable)
+            run_tests(stable, run, python, work, source, stable_tests)
     finally:
         if not keep:
             shutil.rmtree(work, ignore_errors=True)
 
 
 def markdown(rows: Sequence[Row]) -> str:
-    lines = ["| TensorFlow | Python | result | build (wheel: install) s | passed | failed | skipped | XLA kernels | note |",
-             "|---|---|---|---:|---:|---:|---:|---|---|"]
+    lines = ["| TensorFlow | Python | library | result | build (wheel: install) s | passed | failed | skipped "
+             "| XLA kernels | note |",
+             "|---|---|---|---|---:|---:|---:|---:|---|---|"]
     for row in rows:
         xla = {True: "yes", False: "no", None: ""}[row.xla_kernels]
-        lines.append(f"| {row.tensorflow or row.release} | {row.python_version or row.python} | {row.result} | "
-                     f"{row.build_seconds:.0f} | {row.passed} | {row.failed} | {row.skipped} | {xla} | {row.note} |")
+        library = row.loaded + (f" ({row.library})" if row.library != "auto" else "")
+        lines.append(f"| {row.tensorflow or row.release} | {row.python_version or row.python} | {library} | "
+                     f"{row.result} | {row.build_seconds:.0f} | {row.passed} | {row.failed} | {row.skipped} | "
+                     f"{xla} | {row.note} |")
     return "\n".join(lines) + "\n"
 
 
@@ -231,6 +281,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--wheel", type=Path, help="install this wheel in each row instead of building the source tree")
     parser.add_argument("--tests", nargs="+", default=["tests"], metavar="PATH",
                         help="test files or folders to run, relative to the source tree (default: tests)")
+    parser.add_argument("--library", choices=("auto", "release", "stable"), default="auto",
+                        help="GRAD_REVERSE_LIBRARY for the tests (default %(default)s)")
+    parser.add_argument("--stable-tests", nargs="+", default=[], metavar="PATH",
+                        help="run these again in each row with GRAD_REVERSE_LIBRARY=stable (a row of their own)")
     parser.add_argument("--require-pass", action="store_true",
                         help="exit 1 unless every row passed (CI: a missing interpreter or wheel is a failure too)")
     args = parser.parse_args(argv)
@@ -242,14 +296,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="matrix-source-") as source:
         commit = copy_source(Path(source))
+        done: list[Row] = []
         for row in rows:
-            row.source_commit = commit
+            row.source_commit, row.library = commit, args.library
             print(f"TensorFlow {row.release}, Python {row.python} ...", flush=True)
-            run_row(row, args.out, Path(source), args.keep_venvs, args.wheel and args.wheel.resolve(), args.tests)
-            print(f"  {row.result}: {row.passed} passed, {row.failed} failed, {row.skipped} skipped, "
-                  f"build {row.build_seconds:.0f} s {row.note}", flush=True)
-            (args.out / "matrix.json").write_text(json.dumps([asdict(r) for r in rows], indent=2) + "\n")
-            (args.out / "matrix.md").write_text(markdown(rows))
+            for result in run_row(row, args.out, Path(source), args.keep_venvs,
+                                  args.wheel and args.wheel.resolve(), args.tests, args.stable_tests):
+                done.append(result)
+                print(f"  {result.loaded or result.library} library: {result.result}: {result.passed} passed, "
+                      f"{result.failed} failed, {result.skipped} skipped, build {result.build_seconds:.0f} s "
+                      f"{result.note}", flush=True)
+            (args.out / "matrix.json").write_text(json.dumps([asdict(r) for r in done], indent=2) + "\n")
+            (args.out / "matrix.md").write_text(markdown(done))
+    rows = done
     print(markdown(rows))
     if args.require_pass:
         return 0 if all(row.result == "passed" for row in rows) else 1

@@ -33,7 +33,8 @@ cmake --build "$build_dir" -j "$(nproc)" >/dev/null
 
 # The driver uses std::barrier (C++20); the kernels it links stay C++17.
 driver=(g++ -std=c++20 -O1 $flags -I. cc/tests/cpu_threads_check.cc -pthread)
-"${driver[@]}" "$build_dir/libgrad_reverse_kernels.a" -o "$build_dir/cpu_threads_check"
+"${driver[@]}" "$build_dir/libgrad_reverse_kernels.a" "$build_dir/libgrad_reverse_cpu_kernels.a" \
+  -o "$build_dir/cpu_threads_check"
 "$build_dir/cpu_threads_check"
 
 # The suppression covers the loader freeing a finished Python thread's
@@ -59,6 +60,7 @@ EOF
   g++ -std=c++17 -O1 $flags -I. -c "$planted/grad_reverse_cpu.cc" -o "$planted/grad_reverse_cpu.o"
   g++ -std=c++17 -O1 $flags -I. -c cc/kernels/neg_scale_x86.cc -o "$planted/neg_scale_x86.o"
   g++ -std=c++17 -O1 $flags -I. -c cc/kernels/grad_reverse_cuda_stub.cc -o "$planted/stub.o"
+  g++ -std=c++17 -O1 $flags -I. -c cc/kernels/parallel_for.cc -o "$planted/parallel_for.o"
   "${driver[@]}" "$planted"/*.o -o "$planted/cpu_threads_check"
   status=0
   "$planted/cpu_threads_check" >"$planted/report.txt" 2>&1 || status=$?

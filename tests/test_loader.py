@@ -4,6 +4,7 @@ for, a version mismatch, a damaged library and a missing TensorFlow are clear
 ImportErrors, the first four raised before any native code is loaded."""
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -25,14 +26,16 @@ def copy_package(tmp_path: Path) -> tuple[Path, Path]:
     package = Path(grad_reverse.__file__).parent
     copy = tmp_path / "grad_reverse"
     shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    return copy, copy / _loader.library_dir().relative_to(package)
+    return copy, copy / _loader.chosen().directory.relative_to(package)
 
 
 def import_in_subprocess(tmp_path: Path, code: str = "import grad_reverse") -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-c", code],
         cwd=tmp_path, capture_output=True, text=True, timeout=120,
-        env={"PYTHONPATH": str(tmp_path), "TF_CPP_MIN_LOG_LEVEL": "2", "PATH": "/usr/bin:/bin"},
+        # GRAD_REVERSE_LIBRARY too, so the child chooses the library this process did.
+        env={"PYTHONPATH": str(tmp_path), "TF_CPP_MIN_LOG_LEVEL": "2", "PATH": "/usr/bin:/bin",
+             **{k: v for k, v in os.environ.items() if k == "GRAD_REVERSE_LIBRARY"}},
     )
 
 
@@ -71,6 +74,8 @@ def test_missing_build_record_is_an_import_error(tmp_path):
 
 
 def test_import_of_a_package_built_for_another_tensorflow_fails_cleanly(tmp_path):
+    if _loader.chosen().kind == _loader.STABLE:
+        pytest.skip("the stable-ABI library this process loads is not bound to one TensorFlow release")
     _, libraries = copy_package(tmp_path)
     write_build_info(libraries, "1.15.0")
     result = import_in_subprocess(tmp_path)
@@ -144,7 +149,12 @@ def test_without_tensorflow_the_import_says_which_to_install(tmp_path):
 
 
 def test_library_is_loaded_once_and_its_record_matches():
-    assert _loader.series(grad_reverse.BUILD_INFO["tensorflow_version"]) == _loader.series(tf.__version__)
+    built = grad_reverse.BUILD_INFO["tensorflow_version"]
+    if grad_reverse.BUILD_INFO.get("abi") == _loader.STABLE:
+        # Built against the C headers of a release no newer than this one.
+        assert _loader.SUPPORTED[0] <= _loader._release(built) <= _loader._release(tf.__version__)
+    else:
+        assert _loader.series(built) == _loader.series(tf.__version__)
     # The ops are registered with TensorFlow, with the signature the package relies on.
     from tensorflow.python.framework import op_def_registry  # private: the op registry
 
@@ -173,12 +183,18 @@ def test_cuda_kernel_is_compiled_in_when_a_cuda_compiler_was_available():
     # A wheel built elsewhere says so instead (GRAD_REVERSE_EXPECT_CUDA=1).
     if expected != "1" and not (shutil.which("nvcc") or os.path.exists("/usr/local/cuda/bin/nvcc")):
         pytest.skip("no CUDA compiler on this machine: the CPU-only build is expected")
-    assert grad_reverse.BUILD_INFO["cuda"], "nvcc is available but the library was built without CUDA"
     from grad_reverse import _kernels
-
-    assert _kernels.cuda_compiled_in()
     from grad_reverse._xla import kernel_devices
 
+    assert _kernels.cuda_compiled_in()
+    if grad_reverse.BUILD_INFO.get("abi") == _loader.STABLE:
+        # The stable-ABI library has no CUDA kernel by design (only a GPU
+        # forward); the installation's C++ libraries must carry it.
+        records = [_loader.read_build_info(_loader.LIBRARIES_DIR / f"tf{r}") for r in _loader.releases_held()]
+        assert records and all(record["cuda"] for record in records), records
+        assert "GPU" in kernel_devices("GradReverse") and "GPU" not in kernel_devices("GradReverseGrad")
+        return
+    assert grad_reverse.BUILD_INFO["cuda"], "nvcc is available but the library was built without CUDA"
     assert "GPU" in kernel_devices("GradReverseGrad")
 
 

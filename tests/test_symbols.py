@@ -30,7 +30,8 @@ PACKAGE = Path(grad_reverse.__file__).resolve().parent
 
 
 def built_libraries() -> list[Path]:
-    return sorted(PACKAGE.glob("_libs/tf*/" + _loader.LIBRARY_NAME)) + sorted(PACKAGE.glob("_kernels*.so"))
+    return (sorted(PACKAGE.glob("_libs/tf*/" + _loader.LIBRARY_NAME)) + sorted(PACKAGE.glob("_libs/stable/" + _loader.LIBRARY_NAME))
+            + sorted(PACKAGE.glob("_kernels*.so")))
 
 
 def test_the_package_holds_the_libraries_it_loads():

@@ -34,8 +34,15 @@ def test_the_default_rows_cover_every_supported_release_and_the_extra_pythons():
 
 
 def test_a_missing_interpreter_is_a_row_result_not_a_failure(tmp_path):
-    row = matrix.run_row(matrix.Row("2.21", "3.99"), tmp_path, tmp_path, keep=False)
+    [row] = matrix.run_row(matrix.Row("2.21", "3.99"), tmp_path, tmp_path, keep=False)
     assert row.result == "no interpreter" and "3.99" in row.note
+
+
+def test_the_nightly_row_installs_the_pinned_nightly_never_the_latest():
+    assert matrix.parse_row("nightly", "3.11").release == "nightly"
+    pin = matrix.tensorflow_requirement("nightly")
+    assert pin.startswith("tf-nightly==2.") and ".dev" in pin
+    assert matrix.tensorflow_requirement("2.18") == "tensorflow-cpu==2.18.*"
 
 
 def test_junit_results_are_counted_with_skip_reasons(tmp_path):
@@ -61,8 +68,10 @@ def test_the_table_has_one_line_per_row():
             matrix.Row("2.15", "3.13", result="no wheel", note="no wheel for 3.13")]
     table = matrix.markdown(rows).splitlines()
     assert len(table) == 4
-    assert table[2] == "| 2.15.1 | 3.11.7 | passed | 93 | 150 | 0 | 3 | yes |  |"
-    assert table[3].startswith("| 2.15 | 3.13 | no wheel |") and table[3].endswith("no wheel for 3.13 |")
+    assert table[2] == "| 2.15.1 | 3.11.7 |  | passed | 93 | 150 | 0 | 3 | yes |  |"
+    assert table[3].startswith("| 2.15 | 3.13 |  | no wheel |") and table[3].endswith("no wheel for 3.13 |")
+    forced = matrix.Row("2.21", "3.11", library="stable", loaded="stable", result="passed")
+    assert matrix.markdown([forced]).splitlines()[2].startswith("| 2.21 | 3.11 | stable (stable) | passed |")
 
 
 def test_require_pass_turns_a_row_that_did_not_run_into_a_failure(tmp_path, capsys):

@@ -196,16 +196,7 @@ TF_CALL_double(REGISTER_GPU);
 }  // namespace
 }  // namespace tensorflow
 
-// For tests and benchmarks, through ctypes on the loaded library (see
-// cc/kernels/cpu_paths.h): the CPU kernel path in use, and forcing one.
-extern "C" const char* GradReverseCpuPath() {
-  return grad_reverse::CpuPathName(grad_reverse::ActiveCpuPath());
-}
-
-// Returns 0, or -1 (nothing changed) for an unknown or unsupported path.
-extern "C" int GradReverseSetCpuPath(const char* name) {
-  return name != nullptr && grad_reverse::ForceCpuPath(name) ? 0 : -1;
-}
+// GradReverseCpuPath and GradReverseSetCpuPath: cc/kernels/cpu_path_exports.cc.
 
 // For the package's choice of backward (python/grad_reverse/_backward.py),
 // through ctypes: the CUDA version of the installed driver as 1000 * major +

@@ -11,7 +11,10 @@
 //   shards      every dtype, in place and out of place, small and large
 //               enough for streaming stores, one tensor split over threads;
 //   switch      one thread forces path after path while the others run
-//               kernels on their own tensors.
+//               kernels on their own tensors;
+//   pool        callers on several threads at once split their own tensors
+//               with ParallelFor (the stable-ABI library's own pool, whose
+//               workers they share), the thread cap changing between rounds.
 //
 // Exit status 0 when every value was exact; ThreadSanitizer's reports make
 // the process exit non-zero on their own (halt_on_error / exitcode).
@@ -27,6 +30,7 @@
 
 #include "cc/kernels/cpu_paths.h"
 #include "cc/kernels/grad_reverse_launcher.h"
+#include "cc/kernels/parallel_for.h"
 
 namespace {
 
@@ -172,12 +176,49 @@ void Switch() {
               switches, names.size(), kThreads);
 }
 
+void Pool() {
+  const int64_t n = 300007;  // several 64-element-aligned shards per call
+  std::vector<std::vector<unsigned char>> inputs, wants;
+  for (int t = 0; t < kThreads; ++t) {
+    inputs.push_back(Input(kDTypes[t % 4], n, 200 + t));
+    wants.push_back(Portable(kDTypes[t % 4], inputs.back(), n, 0.25f));
+  }
+  std::vector<int> wrong(kThreads, 0);
+  int calls = 0;
+  for (int cap : {3, 1, 5}) {
+    grad_reverse::SetMaxThreads(cap);
+    std::barrier start(kThreads);
+    std::vector<std::thread> callers;
+    for (int t = 0; t < kThreads; ++t) {
+      callers.emplace_back([&, t] {
+        const DType dtype = kDTypes[t % 4];
+        const int size = grad_reverse::DTypeSize(dtype);
+        std::vector<unsigned char> out(inputs[t].size());
+        start.arrive_and_wait();
+        for (int call = 0; call < 20; ++call) {
+          std::fill(out.begin(), out.end(), 0);
+          grad_reverse::ParallelFor(n, 64 / size, 4096, [&](int64_t first, int64_t last) {
+            grad_reverse::NegScaleCpu(inputs[t].data() + first * size, out.data() + first * size,
+                                      last - first, 0.25f, dtype);
+          });
+          wrong[t] += out != wants[t];
+        }
+      });
+    }
+    for (std::thread& caller : callers) caller.join();
+    calls += kThreads * 20;
+  }
+  for (int t = 0; t < kThreads; ++t) Expect(wrong[t] == 0, "a ParallelFor result differed");
+  std::printf("pool: %d ParallelFor calls from %d threads at once, caps 3, 1, 5, exact\n", calls, kThreads);
+}
+
 }  // namespace
 
 int main() {
   FirstRead();
   Shards();
   Switch();
+  Pool();
   if (failures) {
     std::fprintf(stderr, "cpu_threads_check: %d failure(s)\n", failures);
     return 1;

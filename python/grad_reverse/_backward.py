@@ -146,6 +146,10 @@ def _gpu_kernel_problem(build_info: Mapping[str, Any], driver: Optional[int]) ->
     )
     if not build_info.get("cuda"):
         why = build_info.get("cuda_note") or "it was built without them"
+        if build_info.get("abi") == "stable":
+            return f"the grad_reverse library has no CUDA kernels ({why})", (
+                "run a TensorFlow release this installation holds a C++ library for "
+                "(`python -m grad_reverse info` lists them).")
         return f"the grad_reverse library has no CUDA kernels ({why})", rebuild
     library = build_info.get("cuda_toolkit_version") or ""
     library_major = _gpu_support.major_version(library)

@@ -139,7 +139,9 @@ def grad_reverse(x, lambda_: LambdaLike = 1.0, name: Optional[str] = None) -> tf
     check_dtype(x)
     lambda_ = lambda_input(lambda_)
     if _xla.use_fallback(BUILD_INFO):
-        return reference.grad_reverse(x, lambda_)
+        # lambda_ gets no gradient at any order, as with the op (the
+        # reference's backward `-lambda * dy` would give it one at the second).
+        return reference.grad_reverse(x, tf.stop_gradient(lambda_))
     return _library.grad_reverse(x, lambda_, name=name)
 
 

@@ -351,4 +351,26 @@ MUTANTS: tuple[Mutant, ...] = (
                 "self.adversarial_head(features, training=True)"),),
         tests=(T + "test_mdd.py::test_the_feature_extractor_learns_the_transfer_term_through_the_reversal",),
     ),
+    Mutant(
+        name="auto-never-chooses-the-stable-library",
+        promise="a TensorFlow without a C++ library of its own (a newer release) loads the stable-ABI library",
+        file="_loader.py",
+        edits=(("    if mode == RELEASE or own.is_dir() or not stable_held:", "    if True:"),),
+        tests=(T + "test_stable_library.py::"
+               "test_auto_takes_the_stable_library_for_a_newer_tensorflow_and_says_what_it_costs",),
+    ),
+    Mutant(
+        name="stable-threads-ignore-tensorflows-intra-op-setting",
+        promise="the stable library runs no more CPU threads than TensorFlow's intra-op setting",
+        file="_loader.py",
+        edits=(("    if threads > 0:\n        handle.GradReverseSetMaxThreads", "    if False:\n        handle.GradReverseSetMaxThreads"),),
+        tests=(T + "test_stable_library.py::test_the_stable_library_shards_a_large_backward_bitwise_as_the_reference",),
+    ),
+    Mutant(
+        name="missing-c-function-reported-as-a-damaged-install",
+        promise="a TensorFlow lacking a C function the stable library imports is an ImportError naming it",
+        file="_loader.py",
+        edits=(("        if stable and missing:", "        if False:"),),
+        tests=(T + "test_stable_library.py::test_a_tensorflow_lacking_a_c_function_is_an_import_error_naming_it",),
+    ),
 )
