@@ -4,14 +4,20 @@
   (`demo.data.make_domains`), two classes.
 * `blobs`: three Gaussian classes on a circle (angles 90°, 210°, 330°,
   radius 2, standard deviation 0.6), balanced in the source; the target is
-  rotated by 30° and its classes come in proportions 0.6 / 0.3 / 0.1. Why
-  aligning the marginals maps classes wrongly here: the source marginal puts
-  a third of its mass on each class, the target's 60 % on class 0, so a
-  feature map that makes the two marginals equal (DANN's domain head cannot
-  tell them apart) must send about half of the target's class 0 into the
-  regions of the source's classes 1 and 2, where the label head calls them
-  1 or 2. CDAN's domain head sees the features together with the predicted
-  class, so it is the per-class feature distributions it pulls together.
+  rotated by 45° and its classes come in proportions 0.5 / 0.3 / 0.2. The
+  rotation is what adaptation can undo: a source-only network sees the
+  target's classes 15° from its boundaries. The label shift is what DANN
+  cannot: the source marginal puts a third of its mass on each class, the
+  target's half on class 0, so a feature map that makes the two marginals
+  equal (DANN's domain head cannot tell them apart) must send part of the
+  target's class 0 into the regions of the source's classes 1 and 2, where
+  the label head calls them 1 or 2. CDAN's domain head sees the features
+  together with the predicted class, so it is the per-class feature
+  distributions it pulls together. Measured (seeds 0-3, `demo.compare`'s
+  setting): source-only 0.80, DANN 0.81, CDAN 0.89 mean target accuracy;
+  with the milder 30° rotation and a 0.6 / 0.3 / 0.1 shift DANN fell below
+  source-only (0.928 against 0.947), with 50° and 0.6 / 0.3 / 0.1 too
+  (0.722 against 0.728).
 """
 
 from __future__ import annotations
@@ -25,9 +31,9 @@ from grad_reverse.demo.data import make_domains, rotate
 
 BLOB_ANGLES = (90.0, 210.0, 330.0)
 BLOB_RADIUS, BLOB_STD = 2.0, 0.6
-BLOB_ROTATION = 30.0
+BLOB_ROTATION = 45.0
 BLOB_SOURCE_PER_CLASS = 200
-BLOB_TARGET_PROPORTIONS = (0.6, 0.3, 0.1)
+BLOB_TARGET_PROPORTIONS = (0.5, 0.3, 0.2)
 BLOB_TARGET_POINTS = 600
 
 
