@@ -262,7 +262,9 @@ def test_cli_registers_demo_with_its_options():
     assert (args.out, args.seeds, args.steps, args.quiet) == ("somewhere", [4, 7], 10, False)
     assert callable(args.run)
     defaults = parser.parse_args(["demo"])
-    assert (defaults.out, defaults.seeds, defaults.steps) == (DEFAULT_OUT, None, DEFAULT_STEPS)
+    # No --steps: the moons demo's default (a comparison has its own: tests/test_demo_methods.py).
+    assert (defaults.out, defaults.seeds, defaults.steps) == (DEFAULT_OUT, None, None)
+    assert cli.default_steps(defaults) == DEFAULT_STEPS
     with pytest.raises(SystemExit):
         parser.parse_args(["demo", "--steps", "0"])
 
@@ -275,7 +277,7 @@ def test_demo_command_exit_status_says_whether_dann_won_and_the_export_serves(mo
         return {"serving_check": serving_check, "mean_target": {"dann": 0.7 + gain, "source_only": 0.7}}
 
     monkeypatch.setattr(experiment, "run", fake_run)
-    args = argparse.Namespace(out="x", seeds=[0], steps=DEFAULT_STEPS, quiet=True)
+    args = argparse.Namespace(out="x", seeds=[0], steps=DEFAULT_STEPS, quiet=True, problem="moons", methods=None)
     assert cli._run(args) == status
     assert ("DANN's mean target accuracy is not above" in capsys.readouterr().err) == (serving_check == 0 and status == 1)
 

@@ -51,7 +51,8 @@ class Command(NamedTuple):
 COMMANDS = (
     Command("info", "versions, library path, compiled-in kernels", "grad_reverse.info"),
     Command("example", "a short forward/backward example", "grad_reverse.example"),
-    Command("demo", "DANN on the inter-twinning moons: accuracies, plot, SavedModel export + serving check",
+    Command("demo",
+            "DANN on the inter-twinning moons, or methods compared: accuracies, plots, SavedModel export + serving check",
             "grad_reverse.demo.cli"),
     Command("bench", "time the native op against tf.custom_gradient and tf.identity", "grad_reverse.bench"),
     Command("check-serving", "list the op types of a SavedModel's serving signatures; fail on non-stock ones",

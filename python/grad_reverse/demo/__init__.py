@@ -15,17 +15,31 @@ run in which DANN classifies the target almost perfectly; here that is the
 good end of a spread, as expected from a 15-unit feature layer and a linear
 domain classifier, which can only make the features' means match.
 
+`demo --problem blobs` or `demo --methods ...` compares methods instead:
+source-only, DANN, CDAN, CDAN+E and MDD, each from the same weights on the
+same batches per seed (`compare`, `comparison`; docs/demo.md).
+
 The modules, one job each:
 
 * `data`: the moons and the rotated target (numpy only);
-* `models`: the two networks (the DANN is a `grad_reverse.DANN`), and their accuracy;
+* `models`: the two networks (the DANN is a `grad_reverse.DANN`), their
+  predictions and accuracy;
 * `training`: optimizer, batches, `fit` (why each choice: its docstring);
 * `progress`: Keras' bar on a terminal, short lines in files and pipes;
-* `plot`: the decision-boundary picture (matplotlib, the `bench` extra);
-* `experiment`: `run()`, the whole experiment: seeds, report, plot, the
-  serving export (`grad_reverse.serving.export_serving` of the DANN's label
-  path, so the graph holds stock TensorFlow ops only) and its check, results.json;
-* `cli`: the `demo` command's options.
+* `plot`: the decision-boundary picture, one panel per model (matplotlib,
+  the `bench` extra);
+* `export`: the serving export (`grad_reverse.serving.export_serving` of a
+  model's label path, so the graph holds stock TensorFlow ops only) and its check;
+* `experiment`: `run()`, the whole moons experiment: seeds, report, plot,
+  export and check, results.json;
+* `problems`: the problems a comparison runs on (moons, blobs);
+* `compare`: the models of source-only, DANN, CDAN, CDAN+E and MDD for a
+  problem, their training over seeds, the table (and the old
+  `python -m grad_reverse.demo.compare`, now an alias of the command);
+* `plot_accuracy`: a comparison's target accuracy per method and seed;
+* `comparison`: `run_methods()`, `demo --methods`: the comparison's
+  training, table, pictures, export and check, results.json;
+* `cli`: the `demo` command's options, which of the two it runs, its exit status.
 
 This file imports no TensorFlow, so `python -m grad_reverse demo --help` is quick.
 """

@@ -1,27 +1,32 @@
 """Source-only, DANN, CDAN, CDAN+E and MDD side by side on one problem over seeds:
+the models and training of
 
-    python -m grad_reverse.demo.compare --problem blobs --methods source_only dann cdan mdd --seeds 10
+    python -m grad_reverse demo --problem blobs --methods source_only dann cdan mdd --seed 0 1 2
 
-prints each method's target accuracy, min / mean / max over the seeds, and
-writes them to --out (JSON). Every method trains the same networks from the
-same initial weights (per seed) on the same batches, with Adam(0.01) keeping
-an exponential moving average of the weights (as the moons demo);
-`source_only` is the DANN with domain_loss_weight 0 (the label loss alone).
-Problems: `demo.problems`.
+which prints each method's target accuracy, min / mean / max over the seeds
+(`table`), draws them and writes results.json (`demo.comparison`). Every
+method trains the same networks from the same initial weights (per seed) on
+the same batches, with Adam(0.01) keeping an exponential moving average of
+the weights (as the moons demo); `source_only` is the DANN with
+domain_loss_weight 0 (the label loss alone). Problems: `demo.problems`.
+
+`python -m grad_reverse.demo.compare` is an alias of that command with this
+module's old options (`--seeds N`: seeds 0 .. N-1).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import time
-from typing import Any
+from typing import Any, Callable, Optional
 
 import numpy as np
 
 METHODS = ("source_only", "dann", "cdan", "cdan_e", "mdd")
+ADAPTATION_METHODS = METHODS[1:]  # all but source_only: what the demo's exit status weighs against it
 LAMBDA_MAX = {"moons": 6.0, "blobs": 1.0}  # DANN's and CDAN's ramp; MDD keeps TLlib's warm start to 0.1
 BATCH_SIZE = 256  # source + target
+STEPS = 1000  # a comparison's default (`demo --methods`); docs/methods.md's table was measured with it
 
 
 def _parts(problem: Any, seed: int) -> tuple:
@@ -63,12 +68,16 @@ def build(method: str, problem: Any, seed: int) -> Any:
 
 
 def target_accuracy(model: Any, problem: Any) -> float:
-    scores = np.asarray(model(problem.x_target, training=False))
-    predicted = (scores[:, 0] > 0.5).astype(int) if scores.shape[1] == 1 else scores.argmax(1)
-    return float(np.mean(predicted == problem.y_target))
+    from grad_reverse.demo.models import predicted_class
+
+    return float(np.mean(predicted_class(model, problem.x_target) == problem.y_target))
 
 
-def run(problem_name: str, methods: list, seeds: list, steps: int, quiet: bool = False) -> dict:
+def run(problem_name: str, methods: list, seeds: list, steps: int, quiet: bool = False,
+        trained: Optional[Callable] = None) -> dict:
+    """Trains each method on each seed. `trained(seed, method, model, problem)`,
+    if given, sees every model once it is scored (the demo keeps the first
+    seed's to draw and export them)."""
     from grad_reverse.demo.problems import PROBLEMS
 
     results: dict = {m: [] for m in methods}
@@ -82,6 +91,8 @@ def run(problem_name: str, methods: list, seeds: list, steps: int, quiet: bool =
                       steps_per_epoch=steps, seed=seed, verbose=0)
             seconds[method] += time.perf_counter() - start
             results[method].append(target_accuracy(model, problem))
+            if trained is not None:
+                trained(seed, method, model, problem)
             if not quiet:
                 print(f"seed {seed} {method:12s} target accuracy {results[method][-1]:.3f}", flush=True)
     return {"problem": problem_name, "steps": steps, "seeds": seeds, "accuracy": results,
@@ -98,22 +109,26 @@ def table(result: dict) -> str:
 
 
 def main(argv: Any = None) -> int:
+    """The old command line, now `python -m grad_reverse demo` with the same
+    choices (and its pictures, export and exit status); `--out` names its
+    output directory."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--problem", default="blobs", choices=("moons", "blobs"))
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     parser.add_argument("--seeds", type=int, default=3, help="seeds 0 .. N-1 (default 3)")
-    parser.add_argument("--steps", type=int, default=1000, help="training steps per model (default 1000)")
-    parser.add_argument("--out", help="write the results here (JSON)")
+    parser.add_argument("--steps", type=int, default=STEPS, help=f"training steps per model (default {STEPS})")
+    parser.add_argument("--out", help="output directory (default: the demo's)")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
     if args.seeds < 1 or args.steps < 1:
         parser.error("--seeds and --steps must be at least 1")
-    result = run(args.problem, args.methods, list(range(args.seeds)), args.steps, args.quiet)
-    print(table(result))
-    if args.out:
-        with open(args.out, "w") as file:
-            json.dump(result, file, indent=1)
-    return 0
+    from grad_reverse.__main__ import main as grad_reverse_main
+
+    demo = ["demo", "--problem", args.problem, "--methods", *args.methods, "--steps", str(args.steps),
+            "--seed", *map(str, range(args.seeds))]
+    demo += ["--out", args.out] if args.out else []
+    demo += ["--quiet"] if args.quiet else []
+    return grad_reverse_main(demo)
 
 
 if __name__ == "__main__":

@@ -3,10 +3,8 @@ plot, export the DANN for serving and check the export, write results.json."""
 
 from __future__ import annotations
 
-import io
 import json
 import os
-import sys
 import time
 from typing import Any, Callable, Optional, Sequence
 
@@ -14,6 +12,7 @@ import numpy as np
 
 from grad_reverse.demo import DEFAULT_OUT, DEFAULT_SEEDS, DEFAULT_STEPS
 from grad_reverse.demo.data import MOON_NOISE, POINTS_PER_MOON, ROTATION_DEGREES, make_domains
+from grad_reverse.demo.export import export_and_check
 from grad_reverse.demo.models import HIDDEN_UNITS, accuracy
 from grad_reverse.demo.plot import PLOT_NAME, plot_decision_boundaries
 from grad_reverse.demo.training import (
@@ -84,7 +83,7 @@ def run(
         raise ValueError("run() needs at least one seed")
     if steps < 1:
         raise ValueError(f"steps must be at least 1, got {steps}")
-    say: Callable[..., None] = (lambda *a, **k: None) if quiet else _print_now
+    say: Callable[..., None] = (lambda *a, **k: None) if quiet else print_now
     start = time.perf_counter()
     out_dir = os.path.abspath(out_dir)
     os.makedirs(out_dir, exist_ok=True)
@@ -136,21 +135,9 @@ def run(
     if plot is None:
         say("\nmatplotlib is not installed: no plot (pip install 'grad-reverse[bench]' adds it)")
 
-    # Imported here: only this step needs the serving tools.
-    from grad_reverse.serving import check_serving, export_serving
-
-    # export_serving: Keras' model.export, then make_servable (which would
-    # replace any GradReverse op by Identity). A DANN's call is the label
-    # path, so the export holds the feature extractor and label head only.
     export = os.path.join(out_dir, EXPORT_NAME)
     say(f"\nExporting the DANN model of seed {seeds[0]} for serving (its label path: no GradReverse op)")
-    export_serving(dann, export, check=False)
-    say("\nServing check of the export:")
-    # Quiet: the check's report is kept, and shown (on stderr) only if it fails.
-    report = io.StringIO() if quiet else None
-    serving_check = int(check_serving(export, out=report))
-    if report is not None and serving_check != 0:
-        print(report.getvalue(), end="", file=sys.stderr)
+    serving_check = export_and_check(dann, export, quiet, say)
 
     results_path = os.path.join(out_dir, RESULTS_NAME)
     result = {
@@ -168,17 +155,25 @@ def run(
     with open(results_path, "w") as f:
         json.dump(result, f, indent=2)
 
-    check = "OK" if serving_check == 0 else f"FAILED, exit code {serving_check}"
-    say(f"\nWritten to {out_dir}{os.sep}")
-    say(f"  {PLOT_NAME if plot else '(no plot: matplotlib is not installed)'}")
-    say(f"  {EXPORT_NAME}{os.sep}  (serving check: {check})")
-    say(f"  {RESULTS_NAME}")
-    loading = f", after {loading_seconds:.0f} s loading TensorFlow" if loading_seconds else ""
-    say(f"Done in {result['seconds']:.0f} s{loading}.")
+    say_written(say, out_dir, [PLOT_NAME if plot else "(no plot: matplotlib is not installed)"], EXPORT_NAME,
+                serving_check, result["seconds"], loading_seconds)
     return result
 
 
-def _print_now(*args: Any) -> None:
+def say_written(say: Callable[..., None], out_dir: str, pictures: Sequence[str], export_name: str,
+                serving_check: int, seconds: float, loading_seconds: Optional[float]) -> None:
+    """The report's last lines (both demo paths): what went where, how long it took."""
+    check = "OK" if serving_check == 0 else f"FAILED, exit code {serving_check}"
+    say(f"\nWritten to {out_dir}{os.sep}")
+    for picture in pictures:
+        say(f"  {picture}")
+    say(f"  {export_name}{os.sep}  (serving check: {check})")
+    say(f"  {RESULTS_NAME}")
+    loading = f", after {loading_seconds:.0f} s loading TensorFlow" if loading_seconds else ""
+    say(f"Done in {seconds:.0f} s{loading}.")
+
+
+def print_now(*args: Any) -> None:
     # Flushed: a pipe is block-buffered, and the report lines should keep
     # their place among the serving check's output and TensorFlow's own.
     print(*args, flush=True)

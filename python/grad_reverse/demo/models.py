@@ -58,6 +58,18 @@ def predict_label(model: keras.Model, x: np.ndarray) -> np.ndarray:
     return np.asarray(model(x, training=False)).reshape(-1)
 
 
+def class_scores(model: keras.Model, x: np.ndarray) -> np.ndarray:
+    """`[points, classes]` probabilities: one sigmoid unit's P becomes (1 - P, P)."""
+    scores = np.asarray(model(x, training=False)).reshape(len(x), -1)  # a direct call: see predict_label
+    return np.concatenate([1.0 - scores, scores], axis=1) if scores.shape[1] == 1 else scores
+
+
+def predicted_class(model: keras.Model, x: np.ndarray) -> np.ndarray:
+    """The class each point is given: P > 0.5 for one sigmoid unit (the moons'
+    heads), the largest probability for a softmax head (`demo.compare`'s blobs)."""
+    return class_scores(model, x).argmax(1)  # (1 - P, P): class 1 exactly when P > 0.5
+
+
 def accuracy(model: keras.Model, x: np.ndarray, y: np.ndarray) -> float:
     """Fraction of points whose predicted class (P > 0.5) equals `y`."""
     return float(np.mean((predict_label(model, x) > 0.5) == (y > 0.5)))

@@ -1,4 +1,4 @@
-"""The problems `demo.compare` runs: generated data, no download.
+"""The problems `demo --problem` (`demo.compare`) runs: generated data, no download.
 
 * `moons`: the paper's inter-twinning moons (§5.1.1), the target rotated 35°
   (`demo.data.make_domains`), two classes.
@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from grad_reverse.demo.data import make_domains, rotate
+from grad_reverse.demo.data import ROTATION_DEGREES, make_domains, rotate
 
 BLOB_ANGLES = (90.0, 210.0, 330.0)
 BLOB_RADIUS, BLOB_STD = 2.0, 0.6
@@ -70,3 +70,9 @@ def moons(seed: int) -> Problem:
 
 
 PROBLEMS = {"moons": moons, "blobs": blobs}
+# The pictures' headings: what the target is.
+TITLES = {
+    "moons": f"Inter-twinning moons (Ganin et al. 2016, §5.1.1): target = source rotated {ROTATION_DEGREES:g}°",
+    "blobs": f"Three blobs: target = source rotated {BLOB_ROTATION:g}°, class proportions "
+    + " / ".join(f"{p:g}" for p in BLOB_TARGET_PROPORTIONS),
+}
