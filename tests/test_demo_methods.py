@@ -36,7 +36,7 @@ def test_cli_parses_problem_methods_and_seeds_in_either_form():
     args = demo_parser().parse_args(["demo", "--problem", "blobs", "--methods", "dann", "mdd",
                                      "--seed", "0", "1", "--seed", "4", "--steps", "5"])
     assert (args.problem, args.methods, args.seeds, args.steps) == ("blobs", ["dann", "mdd"], [0, 1, 4], 5)
-    assert not cli.is_moons_demo(args) and cli.default_steps(args) == compare.STEPS
+    assert not cli.is_moons_demo(args) and cli.default_steps(args) == compare.STEPS["blobs"]
 
 
 def test_no_options_is_the_moons_demo_and_methods_make_it_a_comparison():
@@ -98,7 +98,7 @@ def test_comparison_exit_status(monkeypatch, capsys, mean, serving_check, steps,
     assert cli._run(demo_parser().parse_args(argv)) == status
     # Without --methods on blobs: all methods; seeds and steps: the defaults.
     assert asked == {"problem": "blobs", "methods": list(compare.METHODS), "seeds": [0, 1, 2],
-                     "steps": steps or compare.STEPS}
+                     "steps": steps or compare.STEPS["blobs"]}
     err = capsys.readouterr().err
     if message is None:
         assert "FAIL" not in err, err
@@ -218,8 +218,8 @@ def test_the_compare_command_is_an_alias_of_demo_with_its_old_options(monkeypatc
     monkeypatch.setattr(main_module, "main", lambda argv: called.append(argv) or 0)
     assert compare.main(["--problem", "moons", "--methods", "dann", "mdd", "--seeds", "2", "--steps", "7",
                          "--out", "here", "--quiet"]) == 0
-    assert called == [["demo", "--problem", "moons", "--methods", "dann", "mdd", "--steps", "7",
-                       "--seed", "0", "1", "--out", "here", "--quiet"]]
+    assert called == [["demo", "--problem", "moons", "--methods", "dann", "mdd",
+                       "--seed", "0", "1", "--steps", "7", "--out", "here", "--quiet"]]
     compare.main([])
-    assert called[1] == ["demo", "--problem", "blobs", "--methods", *compare.METHODS, "--steps", str(compare.STEPS),
+    assert called[1] == ["demo", "--problem", "blobs", "--methods", *compare.METHODS,
                          "--seed", "0", "1", "2"]
