@@ -50,19 +50,20 @@ def reversal_dann(lambda_schedule: str = "paper", lambda_max: float = 1.0, gamma
     domain head's (frozen, identity) output w, so the paper's domain term
     (source mean + target mean) is 2w; with domain_loss_weight 0.5,
     d loss / d w = -lambda behind the reversal."""
-    feature_extractor = keras.Sequential([keras.Input((1,)), keras.layers.Dense(
-        1, use_bias=False, kernel_initializer="ones", name="w")])
-    label_head = keras.Sequential([keras.Input((1,)), keras.layers.Dense(
-        1, use_bias=False, kernel_initializer="zeros", trainable=False)])
-    domain_head = keras.Sequential([keras.Input((1,)), keras.layers.Dense(
-        1, use_bias=False, kernel_initializer="ones", trainable=False)])
-    return DANN(feature_extractor, label_head, domain_head, lambda_schedule=lambda_schedule,
+    return DANN(w_extractor(), frozen("zeros"), frozen("ones"), lambda_schedule=lambda_schedule,
                 lambda_max=lambda_max, gamma=gamma)
 
 
-def _w_and_frozen(units: int, kernel: str, inputs: int = 1) -> keras.Sequential:
+def w_extractor() -> keras.Sequential:
+    """features = w * x, `w` (the layer named "w") starting at 1."""
+    return keras.Sequential([keras.Input((1,)), keras.layers.Dense(1, use_bias=False, kernel_initializer="ones",
+                                                                   name="w")])
+
+
+def frozen(kernel: str, inputs: int = 1, activation=None) -> keras.Sequential:
+    """One frozen unit without bias, its kernel all `kernel` ("zeros" or "ones")."""
     return keras.Sequential([keras.Input((inputs,)), keras.layers.Dense(
-        units, use_bias=False, kernel_initializer=kernel, trainable=False)])
+        1, activation=activation, use_bias=False, kernel_initializer=kernel, trainable=False)])
 
 
 def reversal_cdan(lambda_schedule: str = "paper", lambda_max: float = 1.0, gamma: float = 10.0) -> CDAN:
@@ -70,21 +71,15 @@ def reversal_cdan(lambda_schedule: str = "paper", lambda_max: float = 1.0, gamma
     The label head is one frozen sigmoid unit at zero, so g = (0.5, 0.5)
     (equal entropy weights) and the map is (0.5 w, 0.5 w); the frozen
     all-ones domain head gives w again."""
-    feature_extractor = keras.Sequential([keras.Input((1,)), keras.layers.Dense(
-        1, use_bias=False, kernel_initializer="ones", name="w")])
-    label_head = keras.Sequential([keras.Input((1,)), keras.layers.Dense(
-        1, activation="sigmoid", use_bias=False, kernel_initializer="zeros", trainable=False)])
-    return CDAN(feature_extractor, label_head, _w_and_frozen(1, "ones", inputs=2), entropy_conditioning=True,
-                lambda_schedule=lambda_schedule, lambda_max=lambda_max, gamma=gamma)
+    return CDAN(w_extractor(), frozen("zeros", activation="sigmoid"), frozen("ones", inputs=2),
+                entropy_conditioning=True, lambda_schedule=lambda_schedule, lambda_max=lambda_max, gamma=gamma)
 
 
 def reversal_mdd(lambda_schedule: str = "paper", lambda_max: float = 1.0, gamma: float = 10.0) -> MDD:
     """`reversal_dann`'s MDD (regression form, margin 2): the frozen label head
     outputs 0 and the frozen adversarial head w, so the transfer term is
     2 * |w| - |w| = w (w > 0), and `w` moves by exactly +lambda per SGD(1) step."""
-    feature_extractor = keras.Sequential([keras.Input((1,)), keras.layers.Dense(
-        1, use_bias=False, kernel_initializer="ones", name="w")])
-    return MDD(feature_extractor, _w_and_frozen(1, "zeros"), _w_and_frozen(1, "ones"), form="regression",
+    return MDD(w_extractor(), frozen("zeros"), frozen("ones"), form="regression",
                margin=2.0, lambda_schedule=lambda_schedule, lambda_max=lambda_max, gamma=gamma)
 
 

@@ -167,7 +167,7 @@ class NoLearningRateSGD(keras.optimizers.SGD):
 @pytest.mark.parametrize("optimizer, part_optimizers, match", [
     ("sgd", {"adversarial_head": -0.5}, r"^MDD\.compile: part_optimizers\['adversarial_head'\]: a learning-rate scale"),
     (NoLearningRateSGD(0.1), {"feature_extractor": 0.1}, r"^MDD\.compile: a learning-rate scale needs"),
-])
+], ids=["negative-scale", "no-learning-rate"])
 def test_bad_part_optimizer_scales_are_refused_naming_mdd(optimizer, part_optimizers, match):
     with pytest.raises(ValueError, match=match):
         MDD(*parts(3, "softmax")).compile(optimizer, "sparse_categorical_crossentropy", part_optimizers=part_optimizers)
