@@ -1,4 +1,4 @@
-"""Small models for the DANN tests (a helper module, not a test file)."""
+"""Small models for the DANN, CDAN and MDD tests (a helper module, not a test file)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import tensorflow as tf
 
 from grad_reverse._keras import keras
-from grad_reverse.dann import DANN
+from grad_reverse.dann import CDAN, DANN, MDD
 
 
 def parts(seed: int = 0, features: int = 2, hidden: int = 8, domain_activation: str = "sigmoid",
@@ -33,6 +33,16 @@ def domains(seed: int = 0, n_source: int = 96, n_target: int = 80) -> tuple:
     return x_source, y_source, x_target
 
 
+def points(seed: int = 0, n: int = 16) -> tuple:
+    """CDAN's and MDD's hand-computation points: `n` labeled source points
+    (class: the first coordinate's sign) and `n` shifted target points."""
+    rng = np.random.default_rng(seed)
+    x_source = rng.standard_normal((n, 2)).astype("float32")
+    y_source = (x_source[:, :1] > 0).astype("float32")
+    x_target = (rng.standard_normal((n, 2)) + [1.0, -0.5]).astype("float32")
+    return x_source, y_source, x_target
+
+
 def reversal_dann(lambda_schedule: str = "paper", lambda_max: float = 1.0, gamma: float = 10.0) -> DANN:
     """A DANN whose only weight that trains, `w` (features = w * x), moves by
     exactly +lambda per SGD(1) step on x = 1 (compiled by `compile_reversal`):
@@ -40,17 +50,47 @@ def reversal_dann(lambda_schedule: str = "paper", lambda_max: float = 1.0, gamma
     domain head's (frozen, identity) output w, so the paper's domain term
     (source mean + target mean) is 2w; with domain_loss_weight 0.5,
     d loss / d w = -lambda behind the reversal."""
-    feature_extractor = keras.Sequential([keras.Input((1,)), keras.layers.Dense(
-        1, use_bias=False, kernel_initializer="ones", name="w")])
-    label_head = keras.Sequential([keras.Input((1,)), keras.layers.Dense(
-        1, use_bias=False, kernel_initializer="zeros", trainable=False)])
-    domain_head = keras.Sequential([keras.Input((1,)), keras.layers.Dense(
-        1, use_bias=False, kernel_initializer="ones", trainable=False)])
-    return DANN(feature_extractor, label_head, domain_head, lambda_schedule=lambda_schedule,
+    return DANN(w_extractor(), frozen("zeros"), frozen("ones"), lambda_schedule=lambda_schedule,
                 lambda_max=lambda_max, gamma=gamma)
 
 
-def compile_reversal(model: DANN, **kwargs) -> None:
+def w_extractor() -> keras.Sequential:
+    """features = w * x, `w` (the layer named "w") starting at 1."""
+    return keras.Sequential([keras.Input((1,)), keras.layers.Dense(1, use_bias=False, kernel_initializer="ones",
+                                                                   name="w")])
+
+
+def frozen(kernel: str, inputs: int = 1, activation=None) -> keras.Sequential:
+    """One frozen unit without bias, its kernel all `kernel` ("zeros" or "ones")."""
+    return keras.Sequential([keras.Input((inputs,)), keras.layers.Dense(
+        1, activation=activation, use_bias=False, kernel_initializer=kernel, trainable=False)])
+
+
+def reversal_cdan(lambda_schedule: str = "paper", lambda_max: float = 1.0, gamma: float = 10.0) -> CDAN:
+    """`reversal_dann`'s CDAN+E: `w` moves by exactly +lambda per SGD(1) step.
+    The label head is one frozen sigmoid unit at zero, so g = (0.5, 0.5)
+    (equal entropy weights) and the map is (0.5 w, 0.5 w); the frozen
+    all-ones domain head gives w again."""
+    return CDAN(w_extractor(), frozen("zeros", activation="sigmoid"), frozen("ones", inputs=2),
+                entropy_conditioning=True, lambda_schedule=lambda_schedule, lambda_max=lambda_max, gamma=gamma)
+
+
+def reversal_mdd(lambda_schedule: str = "paper", lambda_max: float = 1.0, gamma: float = 10.0) -> MDD:
+    """`reversal_dann`'s MDD (regression form, margin 2): the frozen label head
+    outputs 0 and the frozen adversarial head w, so the transfer term is
+    2 * |w| - |w| = w (w > 0), and `w` moves by exactly +lambda per SGD(1) step."""
+    return MDD(w_extractor(), frozen("zeros"), frozen("ones"), form="regression",
+               margin=2.0, lambda_schedule=lambda_schedule, lambda_max=lambda_max, gamma=gamma)
+
+
+# The models whose `w` moves by exactly +lambda per step, by method (compiled by `compile_reversal`).
+REVERSAL_MODELS = {"dann": reversal_dann, "cdan": reversal_cdan, "mdd": reversal_mdd}
+
+
+def compile_reversal(model, **kwargs) -> None:
+    if isinstance(model, MDD):  # no domain loss: the transfer term is w already
+        model.compile(keras.optimizers.SGD(1.0), loss="mse", **kwargs)
+        return
     kwargs.setdefault("domain_loss_weight", 0.5)  # 0.5 * (source mean + target mean) of w: w
     model.compile(keras.optimizers.SGD(1.0), loss="mse", domain_loss=identity_loss, **kwargs)
 

@@ -8,18 +8,11 @@ map's size; bad input gets errors naming what is accepted."""
 import numpy as np
 import pytest
 
+from dann_models import points
 from grad_reverse._keras import keras
 from grad_reverse.dann import CDAN
 
 FEATURES = 3
-
-
-def points(seed: int = 0, n: int = 16) -> tuple:
-    rng = np.random.default_rng(seed)
-    x_source = rng.standard_normal((n, 2)).astype("float32")
-    y_source = (x_source[:, :1] > 0).astype("float32")
-    x_target = (rng.standard_normal((n, 2)) + [1.0, -0.5]).astype("float32")
-    return x_source, y_source, x_target
 
 
 def parts(classes: int, seed: int = 0, domain_inputs=None) -> tuple:

@@ -1,8 +1,8 @@
 """`grad_reverse.DANN` under tf.distribute: Keras `fit` with MirroredStrategy
 over two logical CPU devices, and the class's `train_step` driven by a
 custom loop under MultiWorkerMirroredStrategy with two local workers (Keras
-3's `fit` fails there even without our op: keras#20585). Both compared with
-one device training on the same global batches.
+3's `fit` fails there even without our op: keras#20585), there for CDAN+E
+and MDD too. Both compared with one device training on the same global batches.
 
 The scenarios run in fresh processes (this file as a script), with the
 helpers of test_distribute.py; each prints one `RESULT <json>` line.
@@ -19,12 +19,14 @@ import pytest
 import tensorflow as tf
 
 from dann_models import dann, domains
+import test_cdan_mdd_distribute as peers  # CDAN+E's and MDD's models and batches
 from grad_reverse._keras import keras
 from test_distribute import RESULT_MARKER, as_arrays, as_lists, assert_weights_close, max_abs_difference
 from test_distribute import run_scenario, run_workers
 
 SOURCE_PER_BATCH = 16  # global batch: 16 source + 16 target points
 STEPS = 6
+WORKER_METHODS = ("dann", "cdan", "mdd")  # cdan: CDAN+E (test_cdan_mdd_distribute.make)
 
 
 def global_batches() -> tf.data.Dataset:
@@ -75,21 +77,36 @@ def mirrored_scenario(part_optimizers=None) -> dict:
 
 
 def worker_scenario() -> dict:
-    """One worker: the class's train_step in a custom loop, on its half of each global batch."""
+    """One worker: each method's train_step in a custom loop, on its half of each global batch
+    (DANN on this file's batches; CDAN+E and MDD on test_cdan_mdd_distribute's), in one
+    process for all three: a worker's start (TensorFlow, the cluster) costs more than its steps."""
     options = tf.distribute.experimental.CommunicationOptions(timeout_seconds=60)
     strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
-    (x_source, x_target), y_source = next(iter(global_batches()))
-    per_replica = SOURCE_PER_BATCH // strategy.num_replicas_in_sync
+    result = {"task": json.loads(os.environ["TF_CONFIG"])["task"]["index"],
+              "replicas": strategy.num_replicas_in_sync}
+    for method in WORKER_METHODS:
+        with strategy.scope():
+            if method == "dann":
+                model, batches, steps = compiled(), global_batches(), STEPS
+                model(np.zeros((1, 2), "float32"))
+            else:
+                model, batches, steps = peers.make(method), peers.global_batches(), peers.STEPS
+            model.build_optimizers()
+        result[method] = custom_loop(strategy, model, batches, steps)
+    return result
+
+
+def custom_loop(strategy, model: keras.Model, batches: tf.data.Dataset, steps: int) -> dict:
+    """`steps` steps of `model.train_step` under `strategy.run`, each replica on its
+    share of the (always same) global batch: initial and final weights, lambda per step."""
+    (x_source, x_target), y_source = next(iter(batches))
+    per_replica = int(x_source.shape[0]) // strategy.num_replicas_in_sync
 
     def shard(ctx):
         rows = slice(ctx.replica_id_in_sync_group * per_replica, (ctx.replica_id_in_sync_group + 1) * per_replica)
         return (x_source[rows], x_target[rows]), y_source[rows]
 
-    with strategy.scope():
-        model = compiled()
-        model(np.zeros((1, 2), "float32"))
-        model.build_optimizers()
-    model.set_schedule_steps(STEPS)
+    model.set_schedule_steps(steps)
     initial = model.get_weights()
     batch = strategy.experimental_distribute_values_from_function(shard)
 
@@ -98,9 +115,8 @@ def worker_scenario() -> dict:
         logs = strategy.run(model.train_step, args=(batch,))
         return strategy.experimental_local_results(logs["lambda"])[0]
 
-    lambdas = [float(train_step(batch)) for _ in range(STEPS)]
-    return {"task": json.loads(os.environ["TF_CONFIG"])["task"]["index"], "replicas": strategy.num_replicas_in_sync,
-            "initial": as_lists(initial), "weights": as_lists(model.get_weights()), "lambda": lambdas}
+    lambdas = [float(train_step(batch)) for _ in range(steps)]
+    return {"initial": as_lists(initial), "weights": as_lists(model.get_weights()), "lambda": lambdas}
 
 
 # ------------------------------------------------------------------- tests
@@ -119,20 +135,33 @@ def test_mirrored_fit_equals_one_device_on_the_same_global_batches(scenario):
     assert max_abs_difference(as_arrays(result["other"]), single) > 1e-3
 
 
-@pytest.mark.slow
-def test_multi_worker_custom_loop_of_train_step_equals_one_process():
+@pytest.fixture(scope="module")
+def worker_results() -> list:
+    """The two workers' results, for every method (one run of the worker processes)."""
     results = run_workers(["worker"], 2, script=__file__)
     assert [r["task"] for r in results] == [0, 1] and all(r["replicas"] == 2 for r in results)
-    workers = [as_arrays(r["weights"]) for r in results]
+    return results
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", WORKER_METHODS)
+def test_multi_worker_custom_loop_of_train_step_equals_one_process(worker_results, method):
+    runs = [r[method] for r in worker_results]
+    workers = [as_arrays(run["weights"]) for run in runs]
     for a, b in zip(*workers):
         np.testing.assert_array_equal(a, b)
-    single, single_lambda = one_device(as_arrays(results[0]["initial"]))
-    assert max_abs_difference(single, as_arrays(results[0]["initial"])) > 1e-2
-    assert_weights_close(workers[0], single, "MultiWorkerMirroredStrategy train_step loop vs one process")
-    # The step's lambda, per step, as in fit.
-    expected = [2.0 * (2.0 / (1.0 + np.exp(-10.0 * s / (STEPS - 1))) - 1.0) for s in range(STEPS)]
-    np.testing.assert_allclose(results[0]["lambda"], expected, rtol=1e-5)
-    assert single_lambda[-1] == pytest.approx(expected[-1], rel=1e-5)
+    initial = as_arrays(runs[0]["initial"])
+    if method == "dann":
+        single, single_lambda = one_device(initial)
+    else:
+        single = peers.one_device(method, initial)
+    assert max_abs_difference(single, initial) > 1e-2
+    assert_weights_close(workers[0], single, f"MultiWorkerMirroredStrategy {method} train_step loop vs one process")
+    if method == "dann":
+        # The step's lambda, per step, as in fit.
+        expected = [2.0 * (2.0 / (1.0 + np.exp(-10.0 * s / (STEPS - 1))) - 1.0) for s in range(STEPS)]
+        np.testing.assert_allclose(runs[0]["lambda"], expected, rtol=1e-5)
+        assert single_lambda[-1] == pytest.approx(expected[-1], rel=1e-5)
 
 
 SCENARIOS = {"mirrored": mirrored_scenario, "mirrored_parts": lambda: mirrored_scenario(PART_OPTIMIZERS),

@@ -8,18 +8,11 @@ input gets errors naming what is accepted."""
 import numpy as np
 import pytest
 
+from dann_models import points
 from grad_reverse._keras import keras
 from grad_reverse.dann import MDD
 
 FEATURES = 3
-
-
-def points(seed: int = 0, n: int = 16) -> tuple:
-    rng = np.random.default_rng(seed)
-    x_source = rng.standard_normal((n, 2)).astype("float32")
-    y_source = (x_source[:, :1] > 0).astype("float32")
-    x_target = (rng.standard_normal((n, 2)) + [1.0, -0.5]).astype("float32")
-    return x_source, y_source, x_target
 
 
 def parts(units: int, activation: str, seed: int = 0) -> tuple:
@@ -162,3 +155,19 @@ def test_a_label_head_without_class_probabilities_is_refused_at_compile():
     label_head = keras.Sequential([keras.Input((FEATURES,)), keras.layers.Dense(3, activation="relu")])
     with pytest.raises(ValueError, match=r"MDD.compile: .*class probabilities.*'relu'"):
         MDD(feature_extractor, label_head).compile("sgd", "mse")
+
+
+class NoLearningRateSGD(keras.optimizers.SGD):
+    """An optimizer whose config has no learning_rate: no scaled copy can be made of it."""
+
+    def get_config(self):
+        return {k: v for k, v in super().get_config().items() if k != "learning_rate"}
+
+
+@pytest.mark.parametrize("optimizer, part_optimizers, match", [
+    ("sgd", {"adversarial_head": -0.5}, r"^MDD\.compile: part_optimizers\['adversarial_head'\]: a learning-rate scale"),
+    (NoLearningRateSGD(0.1), {"feature_extractor": 0.1}, r"^MDD\.compile: a learning-rate scale needs"),
+], ids=["negative-scale", "no-learning-rate"])
+def test_bad_part_optimizer_scales_are_refused_naming_mdd(optimizer, part_optimizers, match):
+    with pytest.raises(ValueError, match=match):
+        MDD(*parts(3, "softmax")).compile(optimizer, "sparse_categorical_crossentropy", part_optimizers=part_optimizers)

@@ -330,6 +330,21 @@ MUTANTS: tuple[Mutant, ...] = (
         tests=(T + "test_cdan.py::test_the_multilinear_domain_term_equals_a_hand_computation[sum_over_domains-False]",),
     ),
     Mutant(
+        name="cdan-entropy-weights-normalized-per-replica",
+        promise="under tf.distribute CDAN+E normalizes its weights over the global batch, not each replica's share",
+        file="dann/keras_compat.py",
+        edits=(("    if context is None or context.num_replicas_in_sync == 1:\n        return value",
+                "    if True:\n        return value"),),
+        tests=(T + "test_cdan_mdd_distribute.py::test_mirrored_fit_equals_one_device_on_the_same_global_batches",),
+    ),
+    Mutant(
+        name="mixed-precision-loss-not-scaled",
+        promise="under mixed_float16 every method's step scales the loss (Keras 3), so the step is not shrunk",
+        file="dann/keras_compat.py",
+        edits=(("    return model.optimizer.scale_loss(loss) if KERAS_3 else loss", "    return loss"),),
+        tests=(T + "test_dann_model.py::test_mixed_precision_trains_with_float16_features_and_reverses_the_gradient",),
+    ),
+    Mutant(
         name="mdd-margin-ignored",
         promise="MDD's transfer term weighs the source disparity by the margin factor gamma",
         file="dann/mdd.py",

@@ -1,5 +1,5 @@
-"""Per-part optimizers of a `DANN` model: the feature extractor and the
-domain head may train with their own optimizer, or with the model's
+"""Per-part optimizers of a `DANN`, `CDAN` or `MDD` model: the feature extractor
+and the adversary (the domain head; MDD's adversarial head) may train with their own optimizer, or with the model's
 optimizer at a scaled learning rate; the label head always trains with the
 model's optimizer (`compile(optimizer=...)`).
 
@@ -29,19 +29,20 @@ from grad_reverse.dann.schedules import ScaledLearningRate
 PARTS = ("feature_extractor", "domain_head")
 
 
-def _scale(part: str, value: Any) -> float:
+def _scale(part: str, value: Any, method: str) -> float:
     scale = float(value)
     if not math.isfinite(scale) or scale < 0.0:
-        raise ValueError(f"DANN.compile: part_optimizers[{part!r}]: a learning-rate scale must be a finite "
+        raise ValueError(f"{method}.compile: part_optimizers[{part!r}]: a learning-rate scale must be a finite "
                          f"number >= 0, got {value!r}")
     return scale
 
 
-def scaled_copy(optimizer: Any, scale: float, name: str) -> Any:
-    """A fresh optimizer of `optimizer`'s class and settings, its learning rate times `scale`."""
+def scaled_copy(optimizer: Any, scale: float, name: str, method: str = "DANN") -> Any:
+    """A fresh optimizer of `optimizer`'s class and settings, its learning rate times `scale`
+    (`method`: the model class that compiles, named in the error)."""
     config = dict(optimizer.get_config(), name=name)
     if "learning_rate" not in config:
-        raise ValueError(f"DANN.compile: a learning-rate scale needs a model optimizer with a learning_rate in "
+        raise ValueError(f"{method}.compile: a learning-rate scale needs a model optimizer with a learning_rate in "
                          f"its config; {type(optimizer).__name__} has none: give the part its own optimizer")
     learning_rate = config["learning_rate"]
     if isinstance(learning_rate, dict):  # a serialized schedule
@@ -76,7 +77,8 @@ def make_part_optimizers(spec: Optional[Mapping[str, Any]], model_optimizer: Any
             raise ValueError(f"{method}.compile: part_optimizers has no part {part!r}{why}; "
                              f"the parts with their own optimizer are {parts}")
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            optimizers[part] = scaled_copy(model_optimizer, _scale(part, value), f"{part}_optimizer")
+            optimizers[part] = scaled_copy(model_optimizer, _scale(part, value, method), f"{part}_optimizer",
+                                          method)
         else:
             try:
                 optimizers[part] = keras.optimizers.get(value)
