@@ -23,7 +23,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 METHODS = ("source_only", "dann", "cdan", "cdan_e", "mdd")
-ADAPTATION_METHODS = METHODS[1:]  # all but source_only: what the demo's exit status weighs against it
+ADAPTATION_METHODS = METHODS[1:]  # all but source_only
 LAMBDA_MAX = {"moons": 6.0, "blobs": 1.0}  # DANN's and CDAN's ramp; MDD keeps TLlib's warm start to 0.1
 BATCH_SIZE = 256  # source + target
 # A comparison's default steps per problem (`demo --methods`), those of docs/methods.md's table:
