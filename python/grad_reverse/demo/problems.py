@@ -73,11 +73,13 @@ PROBLEMS = {"moons": moons, "blobs": blobs}
 
 # What each problem shows, as the demo's exit status checks it: pairs
 # (better, worse) of methods whose mean target accuracy must come in that
-# order when both were run. On the moons every adaptation method beats
-# source-only; blobs is built for DANN to lose to its label shift, so there
-# it is CDAN that must beat DANN, and the conditional methods source-only.
+# order when both were run. On the moons DANN, CDAN and CDAN+E beat
+# source-only; MDD did not in any setting tried (docs/methods.md's table), so
+# no claim is made for it there. Blobs is built for DANN to lose to its label
+# shift, so there it is CDAN that must beat DANN, and the conditional methods
+# source-only.
 CLAIMS = {
-    "moons": (("dann", "source_only"), ("cdan", "source_only"), ("cdan_e", "source_only"), ("mdd", "source_only")),
+    "moons": (("dann", "source_only"), ("cdan", "source_only"), ("cdan_e", "source_only")),
     "blobs": (("cdan", "dann"), ("cdan", "source_only"), ("cdan_e", "source_only"), ("mdd", "source_only")),
 }
 # The pictures' headings: what the target is.
