@@ -13,11 +13,9 @@
   target's class 0 into the regions of the source's classes 1 and 2, where
   the label head calls them 1 or 2. CDAN's domain head sees the features
   together with the predicted class, so it is the per-class feature
-  distributions it pulls together. Measured (seeds 0-3, `demo.compare`'s
-  setting): source-only 0.80, DANN 0.81, CDAN 0.89 mean target accuracy;
-  with the milder 30° rotation and a 0.6 / 0.3 / 0.1 shift DANN fell below
-  source-only (0.928 against 0.947), with 50° and 0.6 / 0.3 / 0.1 too
-  (0.722 against 0.728).
+  distributions it pulls together. Measured (seeds 0-9, the comparison's
+  setting): source-only 0.807, DANN 0.776, CDAN 0.879 mean target accuracy
+  (docs/methods.md has the whole table and the variants tried).
 """
 
 from __future__ import annotations
