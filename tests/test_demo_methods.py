@@ -133,7 +133,7 @@ def short_run(tmp_path_factory):
 def test_a_short_run_prints_the_table_and_writes_results(short_run):
     status, stdout, saved, out = short_run
     methods = ["source_only", "dann", "cdan", "mdd"]
-    assert "blobs: target accuracy over 1 seeds, 10 steps" in stdout
+    assert "blobs: target accuracy over 1 seed, 10 steps" in stdout
     table = stdout[stdout.index("method          min   mean    max fit s/seed"):].splitlines()
     assert [line.split()[0] for line in table[1:5]] == methods, stdout
     assert list(saved["accuracy"]) == methods and all(len(v) == 1 for v in saved["accuracy"].values())

@@ -103,7 +103,8 @@ def run(problem_name: str, methods: list, seeds: list, steps: int, quiet: bool =
 
 
 def table(result: dict) -> str:
-    lines = [f"{result['problem']}: target accuracy over {len(result['seeds'])} seeds, {result['steps']} steps",
+    seeds = len(result["seeds"])
+    lines = [f"{result['problem']}: target accuracy over {seeds} seed{'s' if seeds > 1 else ''}, {result['steps']} steps",
              f"{'method':12s} {'min':>6s} {'mean':>6s} {'max':>6s} {'fit s/seed':>10s}"]
     for method, values in result["accuracy"].items():
         per_seed = result["fit_seconds"][method] / len(values)
