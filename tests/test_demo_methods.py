@@ -36,7 +36,7 @@ def test_cli_parses_problem_methods_and_seeds_in_either_form():
     args = demo_parser().parse_args(["demo", "--problem", "blobs", "--methods", "dann", "mdd",
                                      "--seed", "0", "1", "--seed", "4", "--steps", "5"])
     assert (args.problem, args.methods, args.seeds, args.steps) == ("blobs", ["dann", "mdd"], [0, 1, 4], 5)
-    assert not cli.is_moons_demo(args) and cli.default_steps(args) == compare.STEPS["blobs"]
+    assert not cli.is_moons_demo(args) and cli.default_steps(args) == compare.STEPS
 
 
 def test_no_options_is_the_moons_demo_and_methods_make_it_a_comparison():
@@ -105,7 +105,7 @@ def test_comparison_exit_status(monkeypatch, capsys, mean, serving_check, steps,
     assert cli._run(demo_parser().parse_args(argv)) == status
     # Without --methods on blobs: all methods; seeds and steps: the defaults.
     assert asked == {"problem": "blobs", "methods": list(compare.METHODS), "seeds": [0, 1, 2],
-                     "steps": steps or compare.STEPS["blobs"]}
+                     "steps": steps or compare.STEPS}
     err = capsys.readouterr().err
     if message is None:
         assert "FAIL" not in err, err
