@@ -3,7 +3,7 @@
 #   grad_reverse_add_kernel_module(PYTHON)
 #
 # adds _kernels for PYTHON: the same source and the same compiled kernels
-# (grad_reverse_kernels, CUDA included, compiled once), with PYTHON's headers
+# (grad_reverse_compute, CUDA included, compiled once), with PYTHON's headers
 # and file suffix (_kernels.cpython-312-x86_64-linux-gnu.so), built into
 # <build>/python3.12/ and installed beside the build's own module. Python's
 # import picks the file of its own version by that suffix, so one wheel can
@@ -44,7 +44,7 @@ function(grad_reverse_add_kernel_module python)
   add_library(${target} MODULE cc/pybind/kernels_module.cc)
   target_include_directories(${target} SYSTEM PRIVATE ${include_dir})
   target_compile_options(${target} PRIVATE "-idirafter${include_dir}/..")
-  target_link_libraries(${target} PRIVATE pybind11::headers grad_reverse_kernels)
+  target_link_libraries(${target} PRIVATE pybind11::headers grad_reverse_compute)
   set_target_properties(${target} PROPERTIES
     PREFIX "" OUTPUT_NAME _kernels SUFFIX "${suffix}"
     CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON

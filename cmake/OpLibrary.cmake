@@ -10,7 +10,7 @@
 # loader picks the folder of the running TensorFlow's minor release: a custom
 # op is bound to the C++ ABI of one minor release, not to its patch level.
 #
-# Needs the grad_reverse_kernels target and GRAD_REVERSE_WITH_CUDA,
+# Needs the grad_reverse_compute target and GRAD_REVERSE_WITH_CUDA,
 # GRAD_REVERSE_CUDA, GRAD_REVERSE_XLA and PACKAGE_DIR from the top level.
 include_guard(GLOBAL)
 
@@ -77,15 +77,19 @@ function(grad_reverse_add_op_library python)
   else()
     set(exclude "")
   endif()
-  add_library(${target} SHARED ${exclude} cc/ops/grad_reverse_ops.cc cc/ops/grad_reverse_kernels.cc
-    cc/kernels/cpu_path_exports.cc)
+  add_library(${target} SHARED ${exclude} cc/ops/grad_reverse_ops.cc
+    cc/kernels/grad_reverse_kernels.cc cc/kernels/c_exports.cc)
   set_target_properties(${target} PROPERTIES
     PREFIX "" OUTPUT_NAME _grad_reverse_ops
     LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/${folder})
   target_include_directories(${target} SYSTEM PRIVATE ${TF_INCLUDE_DIR})
-  target_compile_definitions(${target} PRIVATE ${TF_DEFINES}
-    GRAD_REVERSE_WITH_CUDA=$<BOOL:${ops_cuda}>)
-  target_link_libraries(${target} PRIVATE grad_reverse_kernels)
+  target_compile_definitions(${target} PRIVATE ${TF_DEFINES})
+  if(ops_cuda)
+    # The backward's GPU OpKernel (host code; the CUDA kernel itself is in
+    # grad_reverse_compute).
+    target_sources(${target} PRIVATE cc/kernels/grad_reverse_kernels_gpu.cc)
+  endif()
+  target_link_libraries(${target} PRIVATE grad_reverse_compute)
   if(GRAD_REVERSE_WITH_CUDA)
     # The static CUDA runtime comes before TensorFlow's libraries on the link
     # line: the `tensorflow` package's libtensorflow_framework.so.2 exports the
@@ -99,7 +103,7 @@ function(grad_reverse_add_op_library python)
   endif()
   target_link_libraries(${target} PRIVATE ${TF_LIB_DIR}/libtensorflow_framework.so.2)
   if(with_xla)
-    target_sources(${target} PRIVATE cc/ops/grad_reverse_xla.cc)
+    target_sources(${target} PRIVATE cc/kernels/grad_reverse_xla.cc)
     target_include_directories(${target} SYSTEM PRIVATE
       ${TF_INCLUDE_DIR}/external/highwayhash
       ${TF_INCLUDE_DIR}/external/farmhash_archive/src)

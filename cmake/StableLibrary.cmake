@@ -11,15 +11,18 @@
 # imports is checked by build_tools/check_wheel.py (TF_ functions, libc, libm,
 # libstdc++, libgcc: no C++ name of TensorFlow or Abseil).
 #
-# Needs the grad_reverse_cpu_kernels target and PACKAGE_DIR from the top level.
+# Needs the grad_reverse_cpu_compute target and PACKAGE_DIR from the top level.
 include_guard(GLOBAL)
 
 function(grad_reverse_add_stable_library python)
   grad_reverse_find_tensorflow(${python})
   message(STATUS "grad_reverse: stable-ABI library against the C headers of TensorFlow ${TF_VERSION}")
   set(folder stable)
+  # The CUDA stub answers GradReverseCudaDriverVersion (c_exports.cc): -1, no
+  # CUDA in this library.
   add_library(_grad_reverse_ops_stable SHARED
-    cc/stable/grad_reverse_stable.cc cc/kernels/cpu_path_exports.cc)
+    cc/stable/grad_reverse_stable.cc cc/kernels/c_exports.cc
+    cc/compute/grad_reverse_cuda_stub.cc)
   set_target_properties(_grad_reverse_ops_stable PROPERTIES
     PREFIX "" OUTPUT_NAME _grad_reverse_ops
     LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/${folder}
@@ -32,7 +35,7 @@ function(grad_reverse_add_stable_library python)
   # libstdc++ before TensorFlow's library on the link line: that library
   # exports some std:: functions too (std::string's, unversioned), and a
   # reference the linker binds there would tie us to what one release exports.
-  target_link_libraries(_grad_reverse_ops_stable PRIVATE grad_reverse_cpu_kernels
+  target_link_libraries(_grad_reverse_ops_stable PRIVATE grad_reverse_cpu_compute
     stdc++ ${TF_LIB_DIR}/libtensorflow_framework.so.2)
   # Our static kernels' C++ symbols stay private to the library.
   target_link_options(_grad_reverse_ops_stable PRIVATE "LINKER:--exclude-libs,ALL")

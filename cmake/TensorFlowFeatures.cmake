@@ -1,5 +1,5 @@
 # What the TensorFlow found by TensorFlowFromPython.cmake lets this library
-# build, decided by probing its headers (through cc/ops/tf_compat.h, the one
+# build, decided by probing its headers (through cc/kernels/tf_compat.h, the one
 # header that knows where things moved between releases), not by version
 # numbers. A feature that a release cannot have is left out of the build and
 # explained in the build record, which `python -m grad_reverse info` prints.
@@ -47,7 +47,7 @@ function(_grad_reverse_probe macro result_var)
   set(CMAKE_REQUIRED_QUIET ON)
   unset(${result_var} CACHE)
   check_cxx_source_compiles("
-#include \"cc/ops/tf_compat.h\"
+#include \"cc/kernels/tf_compat.h\"
 #if !${macro}
 #error not available
 #endif
@@ -67,7 +67,7 @@ endfunction()
 function(_grad_reverse_header_closure header result_var note_var)
   set(dir ${CMAKE_BINARY_DIR}/tensorflow-probes)
   string(MAKE_C_IDENTIFIER "${header}" name)
-  file(WRITE ${dir}/${name}.cc "#include \"cc/ops/tf_compat.h\"\n#include ${header}\n")
+  file(WRITE ${dir}/${name}.cc "#include \"cc/kernels/tf_compat.h\"\n#include ${header}\n")
   set(defines "")
   foreach(define IN LISTS TF_DEFINES)
     list(APPEND defines "-D${define}")

@@ -3,7 +3,7 @@
 # glibc 2.31, libstdc++ 10), so that no library we build needs a symbol
 # version newer than TensorFlow's own wheels do (GLIBC_2.27, GLIBCXX_3.4.22).
 #
-#   cmake -DCMAKE_TOOLCHAIN_FILE=build_tools/portable_toolchain.cmake \
+#   cmake -DCMAKE_TOOLCHAIN_FILE=cmake/portable_toolchain.cmake \
 #         -DGRAD_REVERSE_SYSROOT=<sysroot.py's output> \
 #         [-DGRAD_REVERSE_TARGET_CPU=aarch64] ...
 #

@@ -33,7 +33,7 @@ cmake --build "$build_dir" -j "$(nproc)" >/dev/null
 
 # The driver uses std::barrier (C++20); the kernels it links stay C++17.
 driver=(g++ -std=c++20 -O1 $flags -I. cc/tests/cpu_threads_check.cc -pthread)
-"${driver[@]}" "$build_dir/libgrad_reverse_kernels.a" "$build_dir/libgrad_reverse_cpu_kernels.a" \
+"${driver[@]}" "$build_dir/libgrad_reverse_compute.a" "$build_dir/libgrad_reverse_cpu_compute.a" \
   -o "$build_dir/cpu_threads_check"
 "$build_dir/cpu_threads_check"
 
@@ -46,7 +46,7 @@ LD_PRELOAD="$(gcc -print-file-name=libtsan.so)" GRAD_REVERSE_KERNELS_DIR="$build
 if [[ "${TSAN_SELF_CHECK:-1}" != 0 ]]; then
   planted="$build_dir/planted_race"
   mkdir -p "$planted"
-  "$python" - cc/kernels/grad_reverse_cpu.cc "$planted/grad_reverse_cpu.cc" <<'EOF'
+  "$python" - cc/compute/grad_reverse_cpu.cc "$planted/grad_reverse_cpu.cc" <<'EOF'
 import sys
 source, target = sys.argv[1:]
 text = open(source).read()
@@ -55,12 +55,12 @@ racy = ("  static EnvironmentChoice choice;\n  static bool read = false;\n"
         "  if (!read) {\n    choice = ReadEnvironment();\n    read = true;\n  }\n  return choice;\n")
 if safe not in text:
     sys.exit("tsan.sh: the planted race no longer applies: Environment() changed; update the self-check")
-open(target, "w").write(text.replace(safe, racy).replace('#include "', '#include "cc/kernels/'))
+open(target, "w").write(text.replace(safe, racy).replace('#include "', '#include "cc/compute/'))
 EOF
   g++ -std=c++17 -O1 $flags -I. -c "$planted/grad_reverse_cpu.cc" -o "$planted/grad_reverse_cpu.o"
-  g++ -std=c++17 -O1 $flags -I. -c cc/kernels/neg_scale_x86.cc -o "$planted/neg_scale_x86.o"
-  g++ -std=c++17 -O1 $flags -I. -c cc/kernels/grad_reverse_cuda_stub.cc -o "$planted/stub.o"
-  g++ -std=c++17 -O1 $flags -I. -c cc/kernels/parallel_for.cc -o "$planted/parallel_for.o"
+  g++ -std=c++17 -O1 $flags -I. -c cc/compute/neg_scale_x86.cc -o "$planted/neg_scale_x86.o"
+  g++ -std=c++17 -O1 $flags -I. -c cc/compute/grad_reverse_cuda_stub.cc -o "$planted/stub.o"
+  g++ -std=c++17 -O1 $flags -I. -c cc/compute/parallel_for.cc -o "$planted/parallel_for.o"
   "${driver[@]}" "$planted"/*.o -o "$planted/cpu_threads_check"
   status=0
   "$planted/cpu_threads_check" >"$planted/report.txt" 2>&1 || status=$?

@@ -1,7 +1,7 @@
 """The framework-free kernels through the pybind11 module: on numpy arrays
 here, on CuPy arrays where a GPU exists (the same checks as scripts/gpu_check/).
 
-The CPU checks run on every CPU path (cc/kernels/cpu_paths.h) this machine
+The CPU checks run on every CPU path (cc/compute/cpu_paths.h) this machine
 supports, forced with `_kernels.set_cpu_path`; the portable path runs everywhere."""
 
 import os

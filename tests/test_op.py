@@ -297,7 +297,7 @@ ALL_CPU_PATHS = ["portable", "avx2", "avx512", "avx512bf16"]
 
 def op_library() -> ctypes.CDLL:
     """The loaded op library (dlopen of a loaded path returns it), for its C
-    functions that report and force the CPU path (cc/kernels/cpu_paths.h)."""
+    functions that report and force the CPU path (cc/compute/cpu_paths.h)."""
     library = ctypes.CDLL(str(_loader.library_path()))
     library.GradReverseCpuPath.restype = ctypes.c_char_p
     library.GradReverseSetCpuPath.argtypes = [ctypes.c_char_p]

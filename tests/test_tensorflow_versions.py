@@ -118,7 +118,7 @@ def preprocess(include_dir: Path) -> str:
     compiler = shutil.which("c++") or shutil.which("g++")
     if compiler is None:
         pytest.skip("no C++ compiler on this machine")
-    source = '#include "cc/ops/tf_compat.h"\nxla=GRAD_REVERSE_TF_HAS_XLA_HEADERS builder=GRAD_REVERSE_XLA_BUILDER_HEADER\n'
+    source = '#include "cc/kernels/tf_compat.h"\nxla=GRAD_REVERSE_TF_HAS_XLA_HEADERS builder=GRAD_REVERSE_XLA_BUILDER_HEADER\n'
     result = subprocess.run([compiler, "-std=c++17", "-E", "-P", "-x", "c++", "-I", str(ROOT),
                              "-I", str(include_dir), "-"], input=source, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr

@@ -18,8 +18,8 @@
 // use) forces a path: `auto` or unset picks the fastest the CPU supports;
 // a name the CPU or the build does not support is an error (CpuPathError).
 // ForceCpuPath overrides both at run time (tests and benchmarks).
-#ifndef GRAD_REVERSE_CC_KERNELS_CPU_PATHS_H_
-#define GRAD_REVERSE_CC_KERNELS_CPU_PATHS_H_
+#ifndef GRAD_REVERSE_CC_COMPUTE_CPU_PATHS_H_
+#define GRAD_REVERSE_CC_COMPUTE_CPU_PATHS_H_
 
 #include <cstdint>
 #include <string>
@@ -72,4 +72,4 @@ bool UseStreamingStores(const void* in, const void* out, int64_t bytes);
 
 }  // namespace grad_reverse
 
-#endif  // GRAD_REVERSE_CC_KERNELS_CPU_PATHS_H_
+#endif  // GRAD_REVERSE_CC_COMPUTE_CPU_PATHS_H_

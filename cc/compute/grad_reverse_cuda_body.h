@@ -10,8 +10,8 @@
 // 16-byte alignment and a scalar tail finishes. No __restrict__: in == out
 // (in place) is a supported call. Indices are 64-bit: tensors past 2^31
 // elements exist.
-#ifndef GRAD_REVERSE_CC_KERNELS_GRAD_REVERSE_CUDA_BODY_H_
-#define GRAD_REVERSE_CC_KERNELS_GRAD_REVERSE_CUDA_BODY_H_
+#ifndef GRAD_REVERSE_CC_COMPUTE_GRAD_REVERSE_CUDA_BODY_H_
+#define GRAD_REVERSE_CC_COMPUTE_GRAD_REVERSE_CUDA_BODY_H_
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -139,4 +139,4 @@ __host__ __device__ inline void NegScaleUnalignedThread(const unsigned char* in,
 
 }  // namespace grad_reverse
 
-#endif  // GRAD_REVERSE_CC_KERNELS_GRAD_REVERSE_CUDA_BODY_H_
+#endif  // GRAD_REVERSE_CC_COMPUTE_GRAD_REVERSE_CUDA_BODY_H_

@@ -4,8 +4,8 @@
 // header, no memory touched), so that the launcher and the emulated grid of
 // cc/tests/cuda_emulated_grid.cc take the same decision, and the test can
 // plan tensors past 2^31 elements without allocating them.
-#ifndef GRAD_REVERSE_CC_KERNELS_GRAD_REVERSE_CUDA_PLAN_H_
-#define GRAD_REVERSE_CC_KERNELS_GRAD_REVERSE_CUDA_PLAN_H_
+#ifndef GRAD_REVERSE_CC_COMPUTE_GRAD_REVERSE_CUDA_PLAN_H_
+#define GRAD_REVERSE_CC_COMPUTE_GRAD_REVERSE_CUDA_PLAN_H_
 
 #include <algorithm>
 #include <cstdint>
@@ -77,4 +77,4 @@ inline CudaLaunchPlan PlanCudaLaunch(uintptr_t in, uintptr_t out, int64_t n, int
 
 }  // namespace grad_reverse
 
-#endif  // GRAD_REVERSE_CC_KERNELS_GRAD_REVERSE_CUDA_PLAN_H_
+#endif  // GRAD_REVERSE_CC_COMPUTE_GRAD_REVERSE_CUDA_PLAN_H_

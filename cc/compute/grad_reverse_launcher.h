@@ -2,8 +2,8 @@
 // No TensorFlow (and no CUDA) header is needed to include this file, so the
 // TensorFlow OpKernels, the pybind11 module and a GPU machine without
 // TensorFlow all call the same code.
-#ifndef GRAD_REVERSE_CC_KERNELS_GRAD_REVERSE_LAUNCHER_H_
-#define GRAD_REVERSE_CC_KERNELS_GRAD_REVERSE_LAUNCHER_H_
+#ifndef GRAD_REVERSE_CC_COMPUTE_GRAD_REVERSE_LAUNCHER_H_
+#define GRAD_REVERSE_CC_COMPUTE_GRAD_REVERSE_LAUNCHER_H_
 
 #include <cstdint>
 
@@ -44,4 +44,4 @@ const char* CudaErrorString(int error);
 
 }  // namespace grad_reverse
 
-#endif  // GRAD_REVERSE_CC_KERNELS_GRAD_REVERSE_LAUNCHER_H_
+#endif  // GRAD_REVERSE_CC_COMPUTE_GRAD_REVERSE_LAUNCHER_H_

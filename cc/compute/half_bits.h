@@ -2,8 +2,8 @@
 // nearest even, for the CPU path of the framework-free kernels (the CUDA path
 // uses the cuda_fp16 / cuda_bf16 intrinsics, which round the same way).
 // NaN becomes the quiet NaN of the same sign.
-#ifndef GRAD_REVERSE_CC_KERNELS_HALF_BITS_H_
-#define GRAD_REVERSE_CC_KERNELS_HALF_BITS_H_
+#ifndef GRAD_REVERSE_CC_COMPUTE_HALF_BITS_H_
+#define GRAD_REVERSE_CC_COMPUTE_HALF_BITS_H_
 
 #include <cstdint>
 #include <cstring>
@@ -84,4 +84,4 @@ inline uint16_t FloatToBFloat16(float f) {
 
 }  // namespace grad_reverse
 
-#endif  // GRAD_REVERSE_CC_KERNELS_HALF_BITS_H_
+#endif  // GRAD_REVERSE_CC_COMPUTE_HALF_BITS_H_

@@ -1,9 +1,9 @@
-// The x86 vector kernels behind cpu_paths.h (internal to cc/kernels). Each is
+// The x86 vector kernels behind cpu_paths.h (internal to cc/compute). Each is
 // compiled for its instruction set with a target attribute, so the rest of
 // the library keeps the compiler's baseline flags; call one only where
 // CpuPathSupported says its path runs.
-#ifndef GRAD_REVERSE_CC_KERNELS_NEG_SCALE_X86_H_
-#define GRAD_REVERSE_CC_KERNELS_NEG_SCALE_X86_H_
+#ifndef GRAD_REVERSE_CC_COMPUTE_NEG_SCALE_X86_H_
+#define GRAD_REVERSE_CC_COMPUTE_NEG_SCALE_X86_H_
 
 #include <cstdint>
 
@@ -52,4 +52,4 @@ void BFloat16Avx512Bf16Streaming(const void* in, void* out, int64_t n, float sca
 }  // namespace grad_reverse
 #endif  // GRAD_REVERSE_X86_PATHS
 
-#endif  // GRAD_REVERSE_CC_KERNELS_NEG_SCALE_X86_H_
+#endif  // GRAD_REVERSE_CC_COMPUTE_NEG_SCALE_X86_H_

@@ -6,8 +6,8 @@
 // on first use and that sleep on a condition variable between calls, so they
 // cost nothing while TensorFlow's pools work. The caller runs the first shard
 // itself; at most MaxThreads() threads, the caller included, work on a call.
-#ifndef GRAD_REVERSE_CC_KERNELS_PARALLEL_FOR_H_
-#define GRAD_REVERSE_CC_KERNELS_PARALLEL_FOR_H_
+#ifndef GRAD_REVERSE_CC_COMPUTE_PARALLEL_FOR_H_
+#define GRAD_REVERSE_CC_COMPUTE_PARALLEL_FOR_H_
 
 #include <cstdint>
 #include <functional>
@@ -30,4 +30,4 @@ void SetMaxThreads(int threads);
 
 }  // namespace grad_reverse
 
-#endif  // GRAD_REVERSE_CC_KERNELS_PARALLEL_FOR_H_
+#endif  // GRAD_REVERSE_CC_COMPUTE_PARALLEL_FOR_H_

@@ -11,7 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
-#include "cc/ops/tf_compat.h"
+#include "cc/kernels/tf_compat.h"
 #include "tensorflow/compiler/tf2xla/xla_op_kernel.h"
 #include "tensorflow/core/framework/kernel_def_builder.h"
 #include "tensorflow/core/framework/op_kernel.h"

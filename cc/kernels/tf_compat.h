@@ -7,8 +7,8 @@
 // parts of the library to build; a feature that is absent from a release is
 // left out of the build and recorded in the build record, not #if'd away in
 // the kernels.
-#ifndef GRAD_REVERSE_CC_OPS_TF_COMPAT_H_
-#define GRAD_REVERSE_CC_OPS_TF_COMPAT_H_
+#ifndef GRAD_REVERSE_CC_KERNELS_TF_COMPAT_H_
+#define GRAD_REVERSE_CC_KERNELS_TF_COMPAT_H_
 
 // XLA's client builder: xla/hlo/builder/ since TensorFlow 2.19,
 // xla/client/ in 2.15 to 2.18.
@@ -34,4 +34,4 @@
 #define GRAD_REVERSE_TF_HAS_STREAM_HEADER 0
 #endif
 
-#endif  // GRAD_REVERSE_CC_OPS_TF_COMPAT_H_
+#endif  // GRAD_REVERSE_CC_KERNELS_TF_COMPAT_H_

@@ -1,5 +1,5 @@
 // Op registration for the gradient reversal layer (Ganin & Lempitsky, 2015).
-// Kernels live in grad_reverse_kernels.cc (CPU, GPU) and grad_reverse_xla.cc.
+// The OpKernels are in cc/kernels/ (CPU, GPU, XLA).
 #include "tensorflow/core/framework/common_shape_fns.h"
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/shape_inference.h"

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "cc/kernels/cpu_paths.h"
-#include "cc/kernels/grad_reverse_launcher.h"
+#include "cc/compute/cpu_paths.h"
+#include "cc/compute/grad_reverse_launcher.h"
 
 namespace py = pybind11;
 using grad_reverse::DType;

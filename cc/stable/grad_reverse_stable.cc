@@ -1,7 +1,7 @@
 // The stable-ABI op library: GradReverse and GradReverseGrad registered
 // through TensorFlow's C API only (tensorflow/c/ops.h, kernels.h, tf_tensor.h).
 //
-// The C++ library (cc/ops/) is bound to the C++ ABI of the one TensorFlow
+// The C++ library (cc/ops/, cc/kernels/) is bound to the C++ ABI of the one TensorFlow
 // release it was compiled against (its Abseil moves every release); this one
 // calls nothing but the C functions those headers declare, so one build loads
 // into every TensorFlow from the oldest supported release on, newer ones
@@ -11,18 +11,18 @@
 //   - a GPU backward kernel (the C API gives no stream on TensorFlow's own GPU
 //     device): on a GPU the package's stock-op backward runs;
 //   - the intra-op thread pool: large CPU passes use the library's own few
-//     threads (cc/kernels/parallel_for.h).
+//     threads (cc/compute/parallel_for.h).
 // Same op definitions (names, inputs, attrs, shape function) and the same
-// error messages as cc/ops/, so a graph or SavedModel made with either runs
-// with the other.
+// error messages as cc/ops/ and cc/kernels/, so a graph or SavedModel made
+// with either runs with the other.
 #include <cmath>
 #include <cstdint>
 #include <string>
 
 #include "cc/kernels/c_export.h"
-#include "cc/kernels/cpu_paths.h"
-#include "cc/kernels/grad_reverse_launcher.h"
-#include "cc/kernels/parallel_for.h"
+#include "cc/compute/cpu_paths.h"
+#include "cc/compute/grad_reverse_launcher.h"
+#include "cc/compute/parallel_for.h"
 #include "tensorflow/c/kernels.h"
 #include "tensorflow/c/ops.h"
 #include "tensorflow/c/tf_status.h"

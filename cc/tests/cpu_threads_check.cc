@@ -28,9 +28,9 @@
 #include <thread>
 #include <vector>
 
-#include "cc/kernels/cpu_paths.h"
-#include "cc/kernels/grad_reverse_launcher.h"
-#include "cc/kernels/parallel_for.h"
+#include "cc/compute/cpu_paths.h"
+#include "cc/compute/grad_reverse_launcher.h"
+#include "cc/compute/parallel_for.h"
 
 namespace {
 

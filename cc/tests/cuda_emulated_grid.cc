@@ -24,9 +24,9 @@
 #include <string>
 #include <vector>
 
-#include "cc/kernels/grad_reverse_cuda_body.h"
-#include "cc/kernels/grad_reverse_cuda_plan.h"
-#include "cc/kernels/grad_reverse_launcher.h"
+#include "cc/compute/grad_reverse_cuda_body.h"
+#include "cc/compute/grad_reverse_cuda_plan.h"
+#include "cc/compute/grad_reverse_launcher.h"
 #include "cc/tests/emulated_grid_cases.h"
 
 #if defined(__SANITIZE_ADDRESS__)

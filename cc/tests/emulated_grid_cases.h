@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "cc/kernels/grad_reverse_launcher.h"
+#include "cc/compute/grad_reverse_launcher.h"
 
 namespace emulated {
 

@@ -2,7 +2,7 @@
 
 The library's XLA kernels exist when it was built with them (BUILD_INFO["xla"])
 and TensorFlow registered them on its XLA_*_JIT devices, at device creation or
-through the library's late registration (see cc/ops/grad_reverse_xla.cc).
+through the library's late registration (see cc/kernels/grad_reverse_xla.cc).
 Otherwise, inside an XLA context, `grad_reverse` uses the pure-Python version
 (which XLA compiles) and warns once.
 """

@@ -273,7 +273,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         name="cuda-tail-off-by-one",
         promise="the CUDA kernel's scalar tail writes the last elements and nothing past them",
-        file="cc/kernels/grad_reverse_cuda_body.h",
+        file="cc/compute/grad_reverse_cuda_body.h",
         edits=(("  if (tid < plan.tail) {", "  if (tid <= plan.tail) {"),),
         tests=(T + "test_cuda_emulated.py::test_every_case_of_the_emulated_grid_equals_the_cpu_kernel",),
         tree=SOURCE,
@@ -281,7 +281,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         name="cuda-head-counted-in-bytes",
         promise="the CUDA kernel's scalar head counts elements up to 16-byte alignment",
-        file="cc/kernels/grad_reverse_cuda_plan.h",
+        file="cc/compute/grad_reverse_cuda_plan.h",
         edits=(("(kCudaVectorBytes - static_cast<int64_t>(in_offset)) / element_size;",
                 "(kCudaVectorBytes - static_cast<int64_t>(in_offset));"),),
         tests=(T + "test_cuda_emulated.py::test_every_case_of_the_emulated_grid_equals_the_cpu_kernel",),
@@ -290,7 +290,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         name="cuda-vector-loop-ignores-the-grid-stride",
         promise="the CUDA kernel's vector loop steps by the whole grid, so each vector is scaled once",
-        file="cc/kernels/grad_reverse_cuda_body.h",
+        file="cc/compute/grad_reverse_cuda_body.h",
         edits=(("  for (int64_t i = tid; i < plan.vectors; i += stride) {",
                 "  for (int64_t i = tid; i < plan.vectors; i += kCudaBlockSize) {"),),
         tests=(T + "test_cuda_emulated.py::test_every_case_of_the_emulated_grid_equals_the_cpu_kernel",),
