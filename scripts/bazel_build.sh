@@ -143,7 +143,7 @@ cat >"$consumer/BUILD" <<'EOF'
 # statically through the alwayslink library (SUPPORTED_TENSORFLOW_OPS).
 cc_binary(
     name = "runner_with_op",
-    srcs = ["@grad_reverse//cc/tools:saved_model_runner.cc"],
+    srcs = ["@grad_reverse//:cc/tools/saved_model_runner.cc"],
     # libtensorflow_cc registers the Session and the stock kernels from
     # static initializers only (see cc/tools/CMakeLists.txt).
     linkopts = ["-Wl,--no-as-needed"],
