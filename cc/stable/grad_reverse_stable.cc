@@ -237,7 +237,7 @@ bool RegisterKernel(const char* op, const char* device, TF_DataType type,
 const char* registration_error = nullptr;
 
 // Registered when the library is loaded (tf.load_op_library), as the C++
-// library's REGISTER_OP and REGISTER_KERNEL_BUILDER do.
+// library's registration macros do (cc/ops/, cc/kernels/).
 const bool registered = [] {
   if (!RegisterOp("GradReverse", "x: T", "y: T") ||
       !RegisterOp("GradReverseGrad", "dy: T", "dx: T")) {
