@@ -94,8 +94,8 @@ def setup_files(code: str) -> None:
 
 @functools.cache  # one module object for every block that uses it
 def mutant_class() -> type:
-    """scripts/mutation/mutants.py's Mutant, which docs/testing.md shows an entry of."""
-    spec = importlib.util.spec_from_file_location("mutation_mutants", ROOT / "scripts" / "mutation" / "mutants.py")
+    """scripts/mutation_lib/mutants.py's Mutant, which docs/testing.md shows an entry of."""
+    spec = importlib.util.spec_from_file_location("mutation_mutants", ROOT / "scripts" / "mutation_lib" / "mutants.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up while building the class
     spec.loader.exec_module(module)
