@@ -289,7 +289,8 @@ def test_one_python_range_everywhere_and_pyproject_agrees():
     classified = sorted(int(minor) for minor in re.findall(r'"Programming Language :: Python :: 3\.(\d+)"', pyproject))
     assert oldest and classified, "pyproject.toml names requires-python and one classifier per Python"
     assert classified == list(range(int(oldest.group(1)), classified[-1] + 1)), (
-        f"classifiers 3.{classified} do not run from requires-python's 3.{oldest.group(1)} without gaps")
+        f"the classifiers' Pythons {[f'3.{minor}' for minor in classified]} do not run from "
+        f"requires-python's 3.{oldest.group(1)} without gaps")
     supported = (classified[0], classified[-1])
     ranges = {(relative(document), (int(low), int(high)))
               for document in DOCUMENTS
