@@ -2,7 +2,7 @@
 # Device check of the CUDA kernel (issue 3, item 6) on a GPU machine that has
 # nvcc, CMake, pybind11 and CuPy but no TensorFlow: builds only the pybind11
 # kernel module (-DGRAD_REVERSE_KERNELS_ONLY=ON, which needs no TensorFlow),
-# then runs the check, scripts/gpu_check/ (a Python package), on it: correctness for every dtype and size,
+# then runs the check, scripts/gpu_check_lib/ (a Python package), on it: correctness for every dtype and size,
 # compute-sanitizer on a small case, bandwidth against a device-to-device copy.
 # With OUT set, the whole log goes to $OUT/gpu_check.log and the results to
 # $OUT/gpu_check.json.
@@ -11,7 +11,7 @@
 #   scripts/gpu_check.sh --cpu-only      # anywhere: the CPU-side parts, module built without CUDA
 #
 # Options: --cpu-only, --build-dir DIR; anything else goes to the check
-# (see `python3 scripts/gpu_check --help`). Environment: PYTHON (default
+# (see `python3 scripts/gpu_check_lib --help`). Environment: PYTHON (default
 # python3), CUDA_ARCHITECTURES (default 90), GRAD_REVERSE_CUDA (default ON,
 # OFF with --cpu-only; ON with --cpu-only compiles the CUDA kernel without
 # needing a GPU).
@@ -60,7 +60,7 @@ run() {
     args+=(-DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHITECTURES:-90}")
     if [[ -z ${CUDACXX:-} ]] && ! command -v nvcc >/dev/null; then
       # The toolkit is installed but not on PATH: point CMake (and the
-      # compute-sanitizer search of scripts/gpu_check) at it.
+      # compute-sanitizer search of scripts/gpu_check_lib) at it.
       for root in "${CUDA_HOME:-}" "${CUDA_PATH:-}" /usr/local/cuda; do
         if [[ -n $root && -x $root/bin/nvcc ]]; then export CUDACXX=$root/bin/nvcc PATH=$root/bin:$PATH; break; fi
       done
@@ -77,7 +77,7 @@ run() {
   echo "== gpu_check.sh: kernel module built in $((SECONDS - t)) s"
 
   GPU_CHECK_T0=$started PYTHONUNBUFFERED=1 \
-    "$python_exe" "$repo/scripts/gpu_check" --build-dir "$build_dir" "${py_args[@]}"
+    "$python_exe" "$repo/scripts/gpu_check_lib" --build-dir "$build_dir" "${py_args[@]}"
 }
 
 if [[ -n ${OUT:-} ]]; then

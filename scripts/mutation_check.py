@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The curated mutation check: every promise of grad_reverse fails a test when it is broken.
 
-For each mutant in scripts/mutation/mutants.py: copy the package (built
+For each mutant in scripts/mutation_lib/mutants.py: copy the package (built
 libraries included) and the source tree's cc/, apply the mutant's edit to
 the copy (the package's, or cc/'s for a source mutant, whose tests build a
 C++ program from it), run the mutant's selected tests against it, and
@@ -34,8 +34,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from mutation import runner  # noqa: E402
-from mutation.mutants import MUTANTS, SOURCE, Mutant  # noqa: E402
+from mutation_lib import runner  # noqa: E402
+from mutation_lib.mutants import MUTANTS, SOURCE, Mutant  # noqa: E402
 
 TIMEOUT_S = 300  # per pytest run; a mutant whose tests hang past it is INCONCLUSIVE, not killed
 

@@ -1,4 +1,4 @@
-"""The GPU device check, scripts/gpu_check/ (run by scripts/gpu_check.sh), in
+"""The GPU device check, scripts/gpu_check_lib/ (run by scripts/gpu_check.sh), in
 its --cpu-only mode: the CPU kernel stands in for the device, so every
 CPU-side part runs here (options, the references, the case and guard logic,
 the --small re-run that a sanitizer would wrap, the bandwidth table, the
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-CHECK = ROOT / "scripts" / "gpu_check"
+CHECK = ROOT / "scripts" / "gpu_check_lib"
 QUICK = ["--cpu-only", "--sizes", "0,3,4097", "--bandwidth-sizes", "64K", "--bandwidth-dtypes", "float32",
          "--reps", "2", "--sanitizers", "memcheck"]
 
@@ -113,7 +113,7 @@ def test_bad_options_name_what_is_accepted(build_dir):
 
 
 def test_the_package_runs_with_python_dash_m_too(build_dir):
-    result = run_check("--build-dir", str(build_dir), *QUICK, command=("-m", "gpu_check"),
+    result = run_check("--build-dir", str(build_dir), *QUICK, command=("-m", "gpu_check_lib"),
                        PYTHONPATH=str(CHECK.parent))
     assert result.returncode == 0, result.stdout + result.stderr
 

@@ -1,5 +1,5 @@
 """The framework-free kernels through the pybind11 module: on numpy arrays
-here, on CuPy arrays where a GPU exists (the same checks as scripts/gpu_check/).
+here, on CuPy arrays where a GPU exists (the same checks as scripts/gpu_check_lib/).
 
 The CPU checks run on every CPU path (cc/compute/cpu_paths.h) this machine
 supports, forced with `_kernels.set_cpu_path`; the portable path runs everywhere."""

@@ -94,8 +94,8 @@ def setup_files(code: str) -> None:
 
 @functools.cache  # one module object for every block that uses it
 def mutant_class() -> type:
-    """scripts/mutation/mutants.py's Mutant, which docs/testing.md shows an entry of."""
-    spec = importlib.util.spec_from_file_location("mutation_mutants", ROOT / "scripts" / "mutation" / "mutants.py")
+    """scripts/mutation_lib/mutants.py's Mutant, which docs/testing.md shows an entry of."""
+    spec = importlib.util.spec_from_file_location("mutation_mutants", ROOT / "scripts" / "mutation_lib" / "mutants.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up while building the class
     spec.loader.exec_module(module)
@@ -248,3 +248,53 @@ def test_every_manual_in_docs_is_linked_from_the_readme():
     unlinked = [relative(document) for document in DOCUMENTS[1:] if document.resolve() not in linked]
     assert DOCUMENTS[1:], "docs/ holds no manual?"
     assert not unlinked, f"manuals in docs/ that the README does not link to: {unlinked}"
+
+
+# The README's first screen: the two commands, then what the package is, then
+# the times. .ci/run takes the commands by position (the first ```bash
+# block's lines 1 and 2), so their shape is checked here, not only there.
+BASH_BLOCK = re.compile(r"^```bash[ \t]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
+
+
+def test_the_readme_opens_with_the_two_commands_in_the_order_ci_reads_them():
+    text = README.read_text(encoding="utf-8")
+    block = BASH_BLOCK.search(text)
+    assert block, "README.md has no ```bash block"
+    main_job, tests = block.group(1).strip().splitlines()
+    assert main_job.startswith('pip install ".[bench]" && ') and main_job.endswith(
+        "python -m grad_reverse demo && python -m grad_reverse bench --quick"), main_job
+    assert tests == 'pip install ".[test]" && python -m pytest tests', tests
+    headings = re.findall(r"^## (.+)$", text, re.MULTILINE)
+    assert text.index("## What it is") > block.start(), "the commands come first"
+    assert headings[0] == "What it is", f"the first section after the commands is {headings[0]!r}"
+    times = text.index("| CPU | first command: install |")
+    assert text.index("## What it is") < times < text.index("## Python API"), (
+        "the times table follows 'What it is' and precedes the API")
+
+
+def test_the_readme_leaves_no_placeholder_for_the_reader_to_guess():
+    # `git clone <its URL>` with no URL anywhere: say where it comes from instead.
+    placeholders = re.findall(r"<[^<>\n]*\b(?:URL|url)\b[^<>\n]*>", README.read_text(encoding="utf-8"))
+    assert not placeholders, f"README.md has placeholders a new user cannot fill: {placeholders}"
+
+
+# "Python 3.10 to 3.13", "the supported Pythons are 3.10 to 3.13", a table's
+# "| Python | 3.10 to 3.13": across a line break too.
+PYTHON_RANGE = re.compile(r"Pythons?(?: are)?\W{0,4}3\.(\d+)\s+to\s+3\.(\d+)")
+
+
+def test_one_python_range_everywhere_and_pyproject_agrees():
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    oldest = re.search(r'^requires-python = ">=3\.(\d+)"$', pyproject, re.MULTILINE)
+    classified = sorted(int(minor) for minor in re.findall(r'"Programming Language :: Python :: 3\.(\d+)"', pyproject))
+    assert oldest and classified, "pyproject.toml names requires-python and one classifier per Python"
+    assert classified == list(range(int(oldest.group(1)), classified[-1] + 1)), (
+        f"the classifiers' Pythons {[f'3.{minor}' for minor in classified]} do not run from "
+        f"requires-python's 3.{oldest.group(1)} without gaps")
+    supported = (classified[0], classified[-1])
+    ranges = {(relative(document), (int(low), int(high)))
+              for document in DOCUMENTS
+              for low, high in PYTHON_RANGE.findall(document.read_text(encoding="utf-8"))}
+    assert ("README.md", supported) in ranges, "the finder finds"
+    wrong = sorted((name, f"3.{low} to 3.{high}") for name, (low, high) in ranges if (low, high) != supported)
+    assert not wrong, f"Python ranges that differ from pyproject.toml's 3.{supported[0]} to 3.{supported[1]}: {wrong}"

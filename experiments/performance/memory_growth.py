@@ -1,7 +1,7 @@
 """Resident memory across many eager forward+backward calls of grad_reverse.
 
-    python benchmarks/memory_growth.py              # 100k calls (target: < 10 MB growth)
-    python benchmarks/memory_growth.py --calls 10000
+    python experiments/performance/memory_growth.py              # 100k calls (target: < 10 MB growth)
+    python experiments/performance/memory_growth.py --calls 10000
 
 After a warm-up (TensorFlow's caches, the allocator's pools and the op's
 eager lambda-constant cache fill up then), it runs `--calls` eager calls of

@@ -1,7 +1,7 @@
 """The stable-ABI library against the C++ library of the running TensorFlow,
 side by side in one run.
 
-    python benchmarks/stable_library.py [--rounds 15]
+    python experiments/performance/stable_library.py [--rounds 15]
 
 Two libraries that register the same ops cannot share a process, so each
 runs in a worker process of its own (GRAD_REVERSE_LIBRARY=release, =stable)

@@ -1,7 +1,7 @@
 """The moons demo's DANN over many seeds, for one lambda_max and one
 reduction of the domain loss: the numbers behind docs/demo.md's tables.
 
-    python benchmarks/dann_moons_seeds.py --lambda-max 6 [--reduction sum_over_domains]
+    python experiments/accuracy/dann_moons_seeds.py --lambda-max 6 [--reduction sum_over_domains]
         [--seeds 0-19] [--steps 3000] [--source-only]
 
 For each seed: the data, the DANN exactly as `python -m grad_reverse demo`

@@ -11,8 +11,8 @@ from typing import Optional
 
 import numpy as np
 
-from gpu_check.common import log
-from gpu_check.values import (
+from gpu_check_lib.common import log
+from gpu_check_lib.values import (
     DTYPES,
     STORAGE,
     bfloat16_bits_to_float32,

@@ -2,7 +2,7 @@
 scikit-learn, to see whether adversarial adaptation helps on images this small.
 
     pip install scikit-learn
-    python benchmarks/digits_m.py [--seeds 0-9] [--steps 600] [--lambda-max 0.3] [--size 16]
+    python experiments/accuracy/digits_m.py [--seeds 0-9] [--steps 600] [--lambda-max 0.3] [--size 16]
 
 Source: scikit-learn's 1,797 digits (8x8, 17 grey levels) upscaled
 (bilinear) to `--size` pixels and repeated over three channels; target: the

@@ -11,8 +11,8 @@ import time
 
 import numpy as np
 
-from gpu_check.common import log
-from gpu_check.values import STORAGE
+from gpu_check_lib.common import log
+from gpu_check_lib.values import STORAGE
 
 TARGET_RATIO = 0.90
 TARGET_DTYPES = ("float32", "float16")

@@ -11,7 +11,7 @@ import sys
 import time
 from typing import Optional
 
-from gpu_check.common import EXIT_OK, log
+from gpu_check_lib.common import EXIT_OK, log
 
 # The package's directory: `python <it> ...` runs its __main__.
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))

@@ -10,7 +10,7 @@ numpy) with --peer-python; this script runs itself there on the batch and
 weights it saved. Only the loss modules' files are loaded (its package
 __init__ pulls in torchvision and more).
 
-    python benchmarks/peer_losses_tllib.py --tllib PATH/Transfer-Learning-Library \\
+    python experiments/peers/peer_losses_tllib.py --tllib PATH/Transfer-Learning-Library \\
         --peer-python PATH/to/torch-venv/bin/python
 
 Conventions bridged (not differences of the methods): TLlib labels the source

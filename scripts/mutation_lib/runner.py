@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from mutation.mutants import SOURCE, Mutant
+from mutation_lib.mutants import SOURCE, Mutant
 
 REPO = Path(__file__).resolve().parents[2]
 LIBRARY = "_grad_reverse_ops.so"

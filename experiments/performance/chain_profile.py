@@ -1,7 +1,7 @@
 """Where the time of the bench's "chain" case goes, node by node, after
 Grappler: h = 2x; y = GRL(h, lambda); loss = sum(y*y); d loss / dx.
 
-    python benchmarks/chain_profile.py [--size 16M] [--lambda variable|float] [--runs 9]
+    python experiments/performance/chain_profile.py [--size 16M] [--lambda variable|float] [--runs 9]
 
 Builds the chain graph for the native op, the pure-Python version and
 tf.identity, runs it with `RunOptions.FULL_TRACE` (TensorFlow's per-node

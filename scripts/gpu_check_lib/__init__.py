@@ -32,9 +32,9 @@ in for the device and time.perf_counter for CUDA events: argument parsing,
 references, the case and guard logic, the --small re-invocation (without a
 sanitizer), the bandwidth table and the JSON.
 
-Run it as `python scripts/gpu_check --build-dir DIR [options]` (what
+Run it as `python scripts/gpu_check_lib --build-dir DIR [options]` (what
 scripts/gpu_check.sh does after building the module), or `python -m
-gpu_check` with scripts/ on PYTHONPATH. Modules, in the order a run uses them:
+gpu_check_lib` with scripts/ on PYTHONPATH. Modules, in the order a run uses them:
 `cli` (options, the module's import, the run), `values` (test values, numpy
 references, the CPU-kernel oracle, bitwise comparison), `backends` (CUDA and
 host), `correctness`, `bandwidth`, `sanitizer` (the --small re-run under

@@ -1,7 +1,7 @@
 """The extra wall time of a CDAN or MDD training step over DANN's at the same
 batch and network, as ratios measured side by side in one run.
 
-    python benchmarks/method_step_time.py [--rounds 15] [--steps 50] [--moons-steps 200] [--warmup 20]
+    python experiments/performance/method_step_time.py [--rounds 15] [--steps 50] [--moons-steps 200] [--warmup 20]
 
 Methods: DANN, CDAN (the full multilinear map), CDAN with the randomized map
 (1024 values), CDAN+E (full map, entropy weights) and MDD (classification,
@@ -22,7 +22,7 @@ method:
   networks: 15 sigmoid features, one sigmoid unit as a binary head, domain
   head Dense 16, 1; 150 source + 150 target points, Adam with EMA weights).
 
-As benchmarks/dann_step_time.py: every model is built and warmed up once
+As experiments/performance/dann_step_time.py: every model is built and warmed up once
 (`--warmup` untimed steps: tracing, first-step work); then each round runs a
 short `fit` of each model, the order rotating by one each round, timed by a
 callback from its second step, so that neighbouring measurements share the

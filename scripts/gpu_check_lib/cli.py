@@ -10,13 +10,13 @@ import time
 
 import numpy as np
 
-from gpu_check.backends import CudaBackend, HostBackend
-from gpu_check.bandwidth import parse_bytes, run_bandwidth, target_verdict
-from gpu_check.common import EXIT_FAILED, EXIT_OK, EXIT_SETUP, SetupError, log
-from gpu_check.correctness import LAMBDAS, SIZES, SMALL_LAMBDAS, SMALL_SIZES, run_correctness
-from gpu_check.report import print_report, write_json
-from gpu_check.sanitizer import SMALL_MARKER, run_sanitizers
-from gpu_check.values import DTYPES, ml_dtypes
+from gpu_check_lib.backends import CudaBackend, HostBackend
+from gpu_check_lib.bandwidth import parse_bytes, run_bandwidth, target_verdict
+from gpu_check_lib.common import EXIT_FAILED, EXIT_OK, EXIT_SETUP, SetupError, log
+from gpu_check_lib.correctness import LAMBDAS, SIZES, SMALL_LAMBDAS, SMALL_SIZES, run_correctness
+from gpu_check_lib.report import print_report, write_json
+from gpu_check_lib.sanitizer import SMALL_MARKER, run_sanitizers
+from gpu_check_lib.values import DTYPES, ml_dtypes
 
 
 def parse_args(argv=None) -> argparse.Namespace:

@@ -2,7 +2,7 @@
 against the lambda_max that the target labels (which it never sees) would
 pick. The numbers behind docs/dann.md's reverse-validation table.
 
-    python benchmarks/dann_reverse_validation_moons.py [--seeds 0-4] [--grid 0.1,0.3,1,3,6] [--steps 1500]
+    python experiments/accuracy/dann_reverse_validation_moons.py [--seeds 0-4] [--grid 0.1,0.3,1,3,6] [--steps 1500]
 
 Per seed and lambda_max: `grad_reverse.dann.reverse_validation` of the
 demo's DANN (15 sigmoid units, Adam 0.01 with EMA weights, batches of 150

@@ -11,8 +11,8 @@ from typing import Callable
 
 import numpy as np
 
-from gpu_check.common import SetupError
-from gpu_check.values import STORAGE, host_view_dtype
+from gpu_check_lib.common import SetupError
+from gpu_check_lib.values import STORAGE, host_view_dtype
 
 
 class CudaBackend:

@@ -6,10 +6,10 @@ import json
 import os
 from typing import Optional
 
-from gpu_check.bandwidth import human_bytes
-from gpu_check.common import log
-from gpu_check.sanitizer import sanitizer_verdict
-from gpu_check.values import DTYPES
+from gpu_check_lib.bandwidth import human_bytes
+from gpu_check_lib.common import log
+from gpu_check_lib.sanitizer import sanitizer_verdict
+from gpu_check_lib.values import DTYPES
 
 
 def bandwidth_table(rows: list[dict]) -> str:

@@ -1,7 +1,7 @@
 """Where an eager call of grad_reverse spends its time, with a Variable lambda
 and with a float one, on a small tensor (dispatch-bound).
 
-    python benchmarks/eager_overhead.py [--size 1024] [--rounds 30] [--calls 200]
+    python experiments/performance/eager_overhead.py [--size 1024] [--rounds 30] [--calls 200]
 
 Part 1 times the pieces of a forward call on their own: reading a Variable
 the ways Python can (`tf.convert_to_tensor`, `value()`), the op called with a

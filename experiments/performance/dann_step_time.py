@@ -1,7 +1,7 @@
 """Time per training step of `grad_reverse.DANN` against the same DANN wired
 by hand (the moons demo before the class existed), side by side in one run.
 
-    python benchmarks/dann_step_time.py [--rounds 30] [--steps 200] [--warmup 200]
+    python experiments/performance/dann_step_time.py [--rounds 30] [--steps 200] [--warmup 200]
 
 Both train the demo's network on the demo's data (150 source + 150 target
 points per batch, Adam with EMA weights, the paper's lambda ramp to 6) with
