@@ -10,19 +10,27 @@ from typing import Optional, Union
 import numpy as np
 import tensorflow as tf
 
-from grad_reverse import _xla, reference
+from grad_reverse import _backward, _xla, reference
 from grad_reverse._keras import keras
+from grad_reverse._library_calls import cuda_driver_version
 from grad_reverse._loader import load_library
-from grad_reverse import _backward
-from grad_reverse._loader import cuda_driver_version
 
 _library, BUILD_INFO = load_library()
-# Decided once (GRAD_REVERSE_BACKWARD, see _backward.py): the gradients below
-# call the chosen function with no further test.
-BACKWARD = _backward.choose(BUILD_INFO, cuda_driver_version)
-_reverse_dense = (
-    _library.grad_reverse_grad if BACKWARD.kernel == _backward.NATIVE else _backward.stock_reverse
-)
+
+
+def use_backward() -> _backward.Backward:
+    """Decides the backward again (`options.backward_mode()`, see _backward.py)
+    and sets `BACKWARD`; the gradients below call the chosen function with no
+    further test. Run at import, and by `options.set_backward`."""
+    global BACKWARD, _reverse_dense
+    BACKWARD = _backward.choose_backward(BUILD_INFO, cuda_driver_version)
+    _reverse_dense = (
+        _library.grad_reverse_grad if BACKWARD.kernel == _backward.NATIVE else _backward.stock_reverse
+    )
+    return BACKWARD
+
+
+BACKWARD: _backward.Backward = use_backward()
 
 SUPPORTED_DTYPES = (tf.float16, tf.bfloat16, tf.float32, tf.float64)
 _SUPPORTED_NAMES = ", ".join(d.name for d in SUPPORTED_DTYPES)

@@ -370,7 +370,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         name="auto-never-chooses-the-stable-library",
         promise="a TensorFlow without a C++ library of its own (a newer release) loads the stable-ABI library",
-        file="_loader.py",
+        file="_library_choice.py",
         edits=(("    if mode == RELEASE or own.is_dir() or not stable_held:", "    if True:"),),
         tests=(T + "test_stable_library.py::"
                "test_auto_takes_the_stable_library_for_a_newer_tensorflow_and_says_what_it_costs",),
@@ -378,7 +378,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         name="stable-threads-ignore-tensorflows-intra-op-setting",
         promise="the stable library runs no more CPU threads than TensorFlow's intra-op setting",
-        file="_loader.py",
+        file="_library_calls.py",
         edits=(("    if threads > 0:\n        handle.GradReverseSetMaxThreads", "    if False:\n        handle.GradReverseSetMaxThreads"),),
         tests=(T + "test_stable_library.py::test_the_stable_library_shards_a_large_backward_bitwise_as_the_reference",),
     ),
