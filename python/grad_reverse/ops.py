@@ -37,6 +37,8 @@ _SUPPORTED_NAMES = ", ".join(d.name for d in SUPPORTED_DTYPES)
 _SUPPORTED_SET = frozenset(SUPPORTED_DTYPES)  # a hashed lookup: half the cost of a tuple scan
 
 LambdaLike = Union[float, int, tf.Tensor, tf.Variable]
+# What an error about lambda_ says is accepted.
+LAMBDA_ACCEPTED = "a real number, a float scalar tensor or a scalar tf.Variable / keras.Variable"
 
 # Keras 3's variable wraps a tf.Variable (Keras 2 layers hold tf.Variables).
 _KERAS_VARIABLE = getattr(keras, "Variable", None)
@@ -107,7 +109,14 @@ def lambda_tensor(lambda_: LambdaLike) -> tf.Tensor:
         if not math.isfinite(value):
             raise _invalid_argument(f"lambda_ must be finite, got {value}")
         return _constant(value)
-    tensor = tf.convert_to_tensor(lambda_)
+    if lambda_ is None:
+        raise TypeError(f"lambda_ must be {LAMBDA_ACCEPTED}, got None")
+    try:
+        tensor = tf.convert_to_tensor(lambda_)
+    except (TypeError, ValueError) as error:  # a str, a ragged list, an arbitrary object
+        raise TypeError(
+            f"lambda_ must be {LAMBDA_ACCEPTED}, got {type(lambda_).__name__} {lambda_!r} ({error})"
+        ) from None
     if not (tensor.dtype.is_floating or tensor.dtype.is_integer) or tensor.dtype.is_bool:
         raise TypeError(
             f"lambda_ must be a real number or a float scalar tensor, got dtype {tensor.dtype.name}"
