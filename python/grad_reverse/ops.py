@@ -74,9 +74,9 @@ def lambda_input(lambda_: LambdaLike) -> Union[tf.Tensor, tf.Variable]:
     A float32 scalar variable is passed to the op as it is: the generated op
     wrapper reads it in C at every call (a ReadVariableOp, recorded on the
     tape like any read), so a variable assigned between steps takes effect.
-    Reading it here through `tf.convert_to_tensor` instead costs about 20 µs
-    more per eager call (60 µs for a `keras.Variable`), most of an eager call
-    on a small tensor. A `keras.Variable` stands for its `.value` (the
+    Reading it here through `tf.convert_to_tensor` instead would add a read
+    of its own to every eager call, most of an eager call's cost on a small
+    tensor (docs/benchmark.md). A `keras.Variable` stands for its `.value` (the
     tf.Variable it holds, or that value autocast), which is what converting it
     reads. Everything else goes through `lambda_tensor`.
     """
