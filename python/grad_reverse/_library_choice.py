@@ -131,10 +131,11 @@ def parse_library_mode(value: Optional[str]) -> str:
 
 
 def choose_library(libraries_dir: Path = LIBRARIES_DIR, running: Optional[str] = None,
-           mode: Optional[str] = None) -> Choice:
+                   mode: Optional[str] = None) -> Choice:
     """Which library this process loads, or ImportError saying why none can be.
 
-    `mode` is GRAD_REVERSE_LIBRARY's value (None: read the environment)."""
+    `running` is the TensorFlow version (None: this process's); `mode` is
+    GRAD_REVERSE_LIBRARY's value (None: `options.library_mode()`)."""
     running = running or running_tensorflow()
     mode = parse_library_mode(options.library_mode() if mode is None else mode)
     stable = libraries_dir / STABLE_DIR_NAME
@@ -185,7 +186,8 @@ _chosen: Optional[Choice] = None
 
 
 def chosen() -> Choice:
-    """The choice for this process, made once (GRAD_REVERSE_LIBRARY is read once)."""
+    """The choice for this process, made once (GRAD_REVERSE_LIBRARY is read
+    once: a loaded library stays loaded)."""
     global _chosen
     if _chosen is None:
         _chosen = choose_library()

@@ -149,7 +149,7 @@ def grad_reverse(x, lambda_: LambdaLike = 1.0, name: Optional[str] = None) -> tf
     The forward output shares `x`'s buffer. The backward runs the native
     GradReverseGrad kernel, in place when TensorFlow allows it, or stock
     TensorFlow ops with the same results where that kernel cannot run on the
-    GPU (`BACKWARD` says which, and why; GRAD_REVERSE_BACKWARD chooses).
+    GPU (`BACKWARD` says which, and why; `grad_reverse.options` chooses).
     """
     if not isinstance(x, tf.Tensor):
         x = tf.convert_to_tensor(x)
