@@ -1,8 +1,9 @@
 """The package's runtime choices, in one place.
 
-Four choices. Each takes its default from an environment variable, read when
-the choice is first needed, as documented in docs/; where TensorFlow allows,
-a setter changes it in the running process (for tests and benchmarks).
+Four choices. Three take their default from an environment variable, read
+when the choice is first needed (docs/building.md, docs/gpu.md); where
+TensorFlow allows, a setter changes a choice in the running process (for
+tests and benchmarks).
 
 * library (`GRAD_REVERSE_LIBRARY`: `auto`, `release`, `stable`): which native
   op library `import grad_reverse` loads. Made once, when the package is
