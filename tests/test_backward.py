@@ -221,7 +221,7 @@ def test_cuda_version_helpers():
 def test_this_process_uses_what_decide_says_for_it():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the import warned already, if there was cause
-        assert ops.BACKWARD == _backward.choose_backward(grad_reverse.BUILD_INFO, grad_reverse._library_calls.cuda_driver_version)
+        assert ops.BACKWARD == _backward.choose_backward(grad_reverse.BUILD_INFO, _library_calls.cuda_driver_version)
     expected = grad_reverse.ops._library.grad_reverse_grad if ops.BACKWARD.kernel == "native" else _backward.stock_reverse
     assert ops._reverse_dense is expected
 
@@ -230,7 +230,7 @@ def test_the_driver_query_answers_in_every_build():
     # Never a crash. Built without CUDA: -1. Where TensorFlow sees no GPU the
     # runtime finds no driver (0) or fails to ask it (-1; what a machine with
     # CUDA libraries but no GPU gives); where it sees one, the driver answers.
-    version = grad_reverse._library_calls.cuda_driver_version()
+    version = _library_calls.cuda_driver_version()
     if not grad_reverse.BUILD_INFO.get("cuda"):
         assert version == -1
     elif not _gpu_support.visible_gpus():
