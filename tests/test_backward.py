@@ -20,7 +20,7 @@ import pytest
 import tensorflow as tf
 
 import grad_reverse
-from grad_reverse import _backward, _gpu_support, ops
+from grad_reverse import _backward, _gpu_support, _library_calls, ops
 from grad_reverse._backward import decide
 from grad_reverse._xla import kernel_devices
 from conftest import LAMBDAS, assert_bitwise_equal
@@ -189,26 +189,26 @@ def test_choose_asks_the_driver_only_with_gpus_and_cuda_kernels_and_warns_once(r
     def must_not_be_called():
         raise AssertionError("asked although the answer cannot change the choice")
 
-    assert _backward.choose(CUDA_13, must_not_be_called, lambda: [], environ={}).kernel == "native"
-    assert _backward.choose(NO_NVCC, must_not_be_called, lambda: GPUS, environ={}).kernel == "stock"
+    assert _backward.choose_backward(CUDA_13, must_not_be_called, lambda: [], environ={}).kernel == "native"
+    assert _backward.choose_backward(NO_NVCC, must_not_be_called, lambda: GPUS, environ={}).kernel == "stock"
     stock = {"GRAD_REVERSE_BACKWARD": "stock"}
-    assert _backward.choose(CUDA_13, must_not_be_called, must_not_be_called, environ=stock).kernel == "stock"
+    assert _backward.choose_backward(CUDA_13, must_not_be_called, must_not_be_called, environ=stock).kernel == "stock"
     assert [str(w.message) for w in recwarn] == [decide(None, NO_NVCC, GPUS, None).warning]
     recwarn.clear()
     asked = []
-    backward = _backward.choose(CUDA_13, lambda: asked.append(1) or 12040, lambda: GPUS, environ={},
+    backward = _backward.choose_backward(CUDA_13, lambda: asked.append(1) or 12040, lambda: GPUS, environ={},
                                 compute_capability=lambda gpu: asked.append(gpu) or (8, 0))
     assert asked == [1, GPUS[0]] and backward.kernel == "stock"
     assert len(recwarn) == 1 and recwarn[0].category is RuntimeWarning
     recwarn.clear()
-    pascal = _backward.choose(CUDA_13, lambda: 13000, lambda: GPUS, environ={},
+    pascal = _backward.choose_backward(CUDA_13, lambda: 13000, lambda: GPUS, environ={},
                               compute_capability={GPUS[0]: (6, 1)}.get)
     assert pascal == decide(None, CUDA_13, GPUS, 13000, {GPUS[0]: (6, 1)}) and pascal.kernel == "stock"
     assert [str(w.message) for w in recwarn] == [pascal.warning]
-    assert _backward.choose(CUDA_13, lambda: 13000, lambda: GPUS, environ={},
+    assert _backward.choose_backward(CUDA_13, lambda: 13000, lambda: GPUS, environ={},
                             compute_capability={GPUS[0]: (8, 6)}.get).kernel == "native"
     with pytest.raises(ValueError, match="accepted values"):
-        _backward.choose(CUDA_13, must_not_be_called, must_not_be_called, environ={"GRAD_REVERSE_BACKWARD": "x"})
+        _backward.choose_backward(CUDA_13, must_not_be_called, must_not_be_called, environ={"GRAD_REVERSE_BACKWARD": "x"})
 
 
 def test_cuda_version_helpers():
@@ -221,7 +221,7 @@ def test_cuda_version_helpers():
 def test_this_process_uses_what_decide_says_for_it():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the import warned already, if there was cause
-        assert ops.BACKWARD == _backward.choose(grad_reverse.BUILD_INFO, grad_reverse._loader.cuda_driver_version)
+        assert ops.BACKWARD == _backward.choose_backward(grad_reverse.BUILD_INFO, _library_calls.cuda_driver_version)
     expected = grad_reverse.ops._library.grad_reverse_grad if ops.BACKWARD.kernel == "native" else _backward.stock_reverse
     assert ops._reverse_dense is expected
 
@@ -230,7 +230,7 @@ def test_the_driver_query_answers_in_every_build():
     # Never a crash. Built without CUDA: -1. Where TensorFlow sees no GPU the
     # runtime finds no driver (0) or fails to ask it (-1; what a machine with
     # CUDA libraries but no GPU gives); where it sees one, the driver answers.
-    version = grad_reverse._loader.cuda_driver_version()
+    version = _library_calls.cuda_driver_version()
     if not grad_reverse.BUILD_INFO.get("cuda"):
         assert version == -1
     elif not _gpu_support.visible_gpus():

@@ -412,3 +412,49 @@ def test_interleaved_rotates_the_first_callables_and_settles_each_sample():
     bench.interleaved(calls, rounds=3, settle=2, rotate=3, after_round=lambda: log.append("|"))
     rounds = "".join(log[4:]).split("|")[:-1]  # after the warm-up calls
     assert rounds == [first + "way" * 3 for first in ("aaabbbccc", "bbbcccaaa", "cccaaabbb")]
+
+
+def _plotted_panel(limit_sizes: tuple[int, ...]):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from grad_reverse.bench import plot
+
+    rows = []
+    for mode in ("eager", "tf.function", "xla"):
+        for size in (1 << 10, 1 << 20, 1 << 24):
+            seconds = size * 8 / 20e9 + 20e-6
+            limited = size in limit_sizes and mode == "tf.function"
+            rows.append(bench.Result("fwd+bwd", mode, size, "float32", "variable",
+                                     {"native": [seconds] * 3, "reference": [2 * seconds] * 3,
+                                      "identity+read": [0.9 * seconds] * 3},
+                                     bytes_moved=size * 8, limit_gbps=30.0 if limited else None))
+    figure, ax = plt.subplots()
+    plot._panel(ax, rows, "variable")
+    labels = ax.get_legend_handles_labels()[1]
+    texts = [text.get_text() for text in ax.texts]
+    plt.close(figure)
+    return labels, texts
+
+
+def test_the_plot_draws_and_labels_the_limit_over_two_sizes_or_more():
+    labels, texts = _plotted_panel((1 << 20, 1 << 24))
+    assert any(label.startswith("out of reach") for label in labels) and texts == ["memory-bandwidth limit"]
+
+
+def test_the_quick_plot_has_no_limit_label_or_legend_entry_when_it_draws_no_limit():
+    # --quick: one size (16M) beyond the caches, where a region has no width.
+    labels, texts = _plotted_panel((1 << 24,))
+    assert not any(label.startswith("out of reach") for label in labels) and texts == []
+    assert "native (tf.function)" in labels
+
+
+def test_without_out_the_command_writes_json_and_plot_to_the_default_folder_and_says_where(tmp_path, capsys,
+                                                                                          monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["bench", "--sizes", "256", "--rounds", "2", "--lambda", "float", "--no-memory", "--no-dann"]) == 0
+    printed = capsys.readouterr().out
+    folder = tmp_path / cli.DEFAULT_OUT
+    assert (folder / "bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and (folder / "bench.json").is_file()
+    assert f"wrote {os.path.join(cli.DEFAULT_OUT, 'bench.json')} and {os.path.join(cli.DEFAULT_OUT, 'bench.png')}" in printed

@@ -6,6 +6,7 @@ import logging
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -249,3 +250,39 @@ def test_a_bad_grad_reverse_backward_is_one_line_and_exit_status_2():
         "accepted values: auto (the default), native, stock."
     ]
     assert "Traceback" not in result.stderr
+
+
+def test_version_prints_the_version_without_a_command(capsys):
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out.strip() == f"grad-reverse {grad_reverse.__version__}"
+
+
+def test_version_with_the_real_command():
+    result = subprocess.run([sys.executable, "-m", "grad_reverse", "--version"], capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"grad-reverse {grad_reverse.__version__}"
+    assert "COMMAND is required" not in result.stderr
+
+
+@pytest.mark.parametrize("command", [["check-serving"], ["make-servable"]], ids=["check-serving", "make-servable"])
+@pytest.mark.parametrize("kind, says", [("missing", "no such directory"),
+                                        ("file", "not a directory (a SavedModel is a directory)")])
+def test_a_bad_serving_path_is_reported_before_tensorflow_loads(tmp_path, command, kind, says):
+    # A `tensorflow` that refuses to import, first on the path: the answer
+    # must come without it.
+    fake = tmp_path / "fake" / "tensorflow"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('tensorflow was imported')\n")
+    path = tmp_path / "saved_model"
+    if kind == "file":
+        path.write_text("not a SavedModel")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(fake.parent), str(Path(grad_reverse.__file__).parents[1])]))
+    args = [*command, str(path)] + ([str(tmp_path / "dst")] if command == ["make-servable"] else [])
+    result = subprocess.run([sys.executable, "-m", "grad_reverse", *args], capture_output=True, text=True,
+                            env=env, timeout=300)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == f"{command[0]}: error: {path}: {says}"
+    assert not (tmp_path / "dst").exists()

@@ -18,7 +18,7 @@ import pytest
 import tensorflow as tf
 
 import grad_reverse
-from grad_reverse import _backward, _gpu_support
+from grad_reverse import _backward, _gpu_support, _library_calls
 from conftest import LAMBDAS, assert_bitwise_equal, data_pointer, random_tensor
 from conftest import native_forward_backward as forward_backward
 
@@ -66,7 +66,7 @@ def test_auto_uses_the_cuda_kernel_where_it_can_run_and_stock_ops_otherwise():
     if not build.get("cuda"):
         assert backward.kernel == "stock" and "has no CUDA kernels" in backward.warning, backward
         return
-    driver = grad_reverse._loader.cuda_driver_version()
+    driver = _library_calls.cuda_driver_version()
     assert driver > 0, "TensorFlow sees a GPU, so the driver must answer"
     architectures = build["cuda_architectures"].split(";")
     capabilities = [_gpu_support.compute_capability(gpu) for gpu in _gpu_support.visible_gpus()]

@@ -68,3 +68,13 @@ def test_an_unsupported_x_dtype_error_lists_the_supported_ones():
     with pytest.raises(TypeError) as raised:
         grad_reverse.grad_reverse(tf.zeros([2], tf.int32))
     assert str(raised.value) == "grad_reverse supports float16, bfloat16, float32, float64; got a tensor of dtype int32"
+
+
+@pytest.mark.parametrize("lambda_, says", [(None, "got None"), (object(), "got object <object")],
+                         ids=["none", "object"])
+def test_a_lambda_of_no_accepted_kind_is_a_type_error_naming_lambda_and_what_is_accepted(lambda_, says):
+    with pytest.raises(TypeError) as raised:
+        grad_reverse.grad_reverse(tf.zeros([2]), lambda_)
+    message = str(raised.value)
+    assert message.startswith(f"lambda_ must be {ops.LAMBDA_ACCEPTED}, {says}")
+    assert "a real number, a float scalar tensor or a scalar tf.Variable" in message

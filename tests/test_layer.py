@@ -188,3 +188,33 @@ def test_the_mask_passes_through_the_layer():
     out = grad_reverse.GradReverse()(masked, training=True)
     assert getattr(out, "_keras_mask", None) is not None, "the layer dropped the mask"
     assert out._keras_mask.numpy().tolist() == [[True, False, True]]
+
+
+@pytest.mark.parametrize("lambda_, error, says", [
+    (None, TypeError, "got None"),
+    ("1.0", TypeError, "got '1.0'"),
+    ([1.0, 2.0], ValueError, "must be a scalar (shape []), got shape [2]"),
+    (np.array([0.5]), ValueError, "must be a scalar (shape []), got shape [1]"),
+    (tf.constant([[1.0]]), ValueError, "must be a scalar (shape []), got shape [1, 1]"),
+], ids=["none", "string", "list", "array", "tensor"])
+def test_the_layer_refuses_a_lambda_of_the_wrong_kind_or_shape_at_construction(lambda_, error, says):
+    with pytest.raises(error) as raised:
+        grad_reverse.GradReverse(lambda_=lambda_)
+    message = str(raised.value)
+    assert message.startswith("lambda_ must be") and says in message
+    assert "a real number, a float scalar tensor or a scalar tf.Variable" in message
+
+
+@pytest.mark.parametrize("lambda_", [0.5, 2, np.float32(0.5), tf.constant(0.5), tf.Variable(0.5),
+                                     keras.Variable(0.5)],
+                         ids=["float", "int", "numpy", "tensor", "tf.Variable", "keras.Variable"])
+def test_the_layer_accepts_numbers_scalar_tensors_and_variables(lambda_):
+    layer = grad_reverse.GradReverse(lambda_=lambda_)
+    assert layer(tf.ones([2])).shape == [2]
+
+
+def test_the_docstring_says_model_export_keeps_the_op_and_export_serving_leaves_it_out():
+    doc = " ".join(grad_reverse.GradReverse.__doc__.split())
+    assert "(inference, `model.predict`)" in doc and "`model.export`)" not in doc
+    assert "`model.export` and `tf.saved_model.save`, which trace the model with `training` unset, keep the op" in doc
+    assert "`grad_reverse.serving.export_serving` calls the model with `training=False`" in doc

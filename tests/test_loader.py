@@ -14,11 +14,11 @@ import pytest
 import tensorflow as tf
 
 import grad_reverse
-from grad_reverse import _loader, _xla
+from grad_reverse import _library_choice, _loader, _xla
 
 
 def write_build_info(directory: Path, version: str) -> None:
-    (directory / _loader.BUILD_INFO_NAME).write_text(json.dumps({"tensorflow_version": version, "cuda": False, "xla": False}))
+    (directory / _library_choice.BUILD_INFO_NAME).write_text(json.dumps({"tensorflow_version": version, "cuda": False, "xla": False}))
 
 
 def copy_package(tmp_path: Path) -> tuple[Path, Path]:
@@ -26,7 +26,7 @@ def copy_package(tmp_path: Path) -> tuple[Path, Path]:
     package = Path(grad_reverse.__file__).parent
     copy = tmp_path / "grad_reverse"
     shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    return copy, copy / _loader.chosen().directory.relative_to(package)
+    return copy, copy / _library_choice.chosen().directory.relative_to(package)
 
 
 def import_in_subprocess(tmp_path: Path, code: str = "import grad_reverse") -> subprocess.CompletedProcess:
@@ -44,7 +44,7 @@ def hold_libraries(root: Path, *releases: str) -> Path:
     for release in releases:
         folder = root / f"tf{release}"
         folder.mkdir(parents=True)
-        (folder / _loader.LIBRARY_NAME).write_bytes(b"")
+        (folder / _library_choice.LIBRARY_NAME).write_bytes(b"")
     return root
 
 
@@ -52,14 +52,14 @@ def test_missing_library_names_the_path_and_the_build_command(tmp_path):
     with pytest.raises(ImportError) as error:
         _loader.load_library(tmp_path)
     message = str(error.value)
-    assert str(tmp_path / _loader.LIBRARY_NAME) in message
+    assert str(tmp_path / _library_choice.LIBRARY_NAME) in message
     assert "pip install ." in message
 
 
 def test_version_mismatch_names_both_versions_before_loading(tmp_path):
     # Not a shared library at all: loading it would fail differently, so the
     # ImportError proves the version was checked first.
-    (tmp_path / _loader.LIBRARY_NAME).write_bytes(b"not an ELF file")
+    (tmp_path / _library_choice.LIBRARY_NAME).write_bytes(b"not an ELF file")
     write_build_info(tmp_path, "2.0.0")
     with pytest.raises(ImportError) as error:
         _loader.load_library(tmp_path)
@@ -68,13 +68,13 @@ def test_version_mismatch_names_both_versions_before_loading(tmp_path):
 
 
 def test_missing_build_record_is_an_import_error(tmp_path):
-    (tmp_path / _loader.LIBRARY_NAME).write_bytes(b"")
+    (tmp_path / _library_choice.LIBRARY_NAME).write_bytes(b"")
     with pytest.raises(ImportError, match="build record"):
         _loader.load_library(tmp_path)
 
 
 def test_import_of_a_package_built_for_another_tensorflow_fails_cleanly(tmp_path):
-    if _loader.chosen().kind == _loader.STABLE:
+    if _library_choice.chosen().kind == _library_choice.STABLE:
         pytest.skip("the stable-ABI library this process loads is not bound to one TensorFlow release")
     _, libraries = copy_package(tmp_path)
     write_build_info(libraries, "1.15.0")
@@ -86,8 +86,8 @@ def test_import_of_a_package_built_for_another_tensorflow_fails_cleanly(tmp_path
 def test_a_patch_release_loads_its_minor_releases_library(tmp_path):
     """A library built for X.Y.0 is loaded by X.Y.1: the check compares minor
     releases. (Not an ELF file, so the load itself fails after the check.)"""
-    (tmp_path / _loader.LIBRARY_NAME).write_bytes(b"not an ELF file")
-    write_build_info(tmp_path, f"{_loader.series(tf.__version__)}.99")
+    (tmp_path / _library_choice.LIBRARY_NAME).write_bytes(b"not an ELF file")
+    write_build_info(tmp_path, f"{_library_choice.series(tf.__version__)}.99")
     with pytest.raises(ImportError, match="cannot be loaded"):
         _loader.load_library(tmp_path)
 
@@ -95,7 +95,7 @@ def test_a_patch_release_loads_its_minor_releases_library(tmp_path):
 @pytest.mark.parametrize("damage", ["truncated", "garbage"])
 def test_a_damaged_library_is_an_import_error_naming_the_file(tmp_path, damage):
     _, libraries = copy_package(tmp_path)
-    library = libraries / _loader.LIBRARY_NAME
+    library = libraries / _library_choice.LIBRARY_NAME
     data = library.read_bytes()
     library.write_bytes(data[: len(data) // 3] if damage == "truncated" else bytes(range(256)) * 64)
     result = import_in_subprocess(tmp_path)
@@ -105,8 +105,8 @@ def test_a_damaged_library_is_an_import_error_naming_the_file(tmp_path, damage):
 
 def test_the_library_of_the_running_minor_release_is_chosen(tmp_path):
     libraries = hold_libraries(tmp_path, "2.15", "2.18", "2.21")
-    assert _loader.library_dir(libraries, running="2.18.1") == libraries / "tf2.18"
-    assert _loader.releases_held(libraries) == ["2.15", "2.18", "2.21"]
+    assert _library_choice.library_dir(libraries, running="2.18.1") == libraries / "tf2.18"
+    assert _library_choice.releases_held(libraries) == ["2.15", "2.18", "2.21"]
 
 
 @pytest.mark.parametrize("running, advice", [
@@ -117,7 +117,7 @@ def test_the_library_of_the_running_minor_release_is_chosen(tmp_path):
 def test_a_tensorflow_without_a_library_names_it_and_the_releases_held(tmp_path, running, advice):
     libraries = hold_libraries(tmp_path, "2.15", "2.16", "2.21")
     with pytest.raises(ImportError) as error:
-        _loader.library_dir(libraries, running=running)
+        _library_choice.library_dir(libraries, running=running)
     message = str(error.value)
     assert f"runs TensorFlow {running}" in message
     assert "holds op libraries for TensorFlow 2.15, 2.16, 2.21 only" in message
@@ -126,7 +126,7 @@ def test_a_tensorflow_without_a_library_names_it_and_the_releases_held(tmp_path,
 
 def test_no_library_at_all_says_how_to_build_one(tmp_path):
     with pytest.raises(ImportError, match="no native op library was found.*pip install ."):
-        _loader.library_dir(tmp_path / "_libs", running=tf.__version__)
+        _library_choice.library_dir(tmp_path / "_libs", running=tf.__version__)
 
 
 def test_the_loaders_range_is_the_builds_range():
@@ -136,7 +136,7 @@ def test_the_loaders_range_is_the_builds_range():
     spec = importlib.util.spec_from_file_location("tensorflow_requirement", path)
     requirement = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(requirement)
-    assert _loader.SUPPORTED == (requirement.OLDEST_SUPPORTED, requirement.NEWEST_SUPPORTED)
+    assert _library_choice.SUPPORTED == (requirement.OLDEST_SUPPORTED, requirement.NEWEST_SUPPORTED)
 
 
 def test_without_tensorflow_the_import_says_which_to_install(tmp_path):
@@ -150,11 +150,11 @@ def test_without_tensorflow_the_import_says_which_to_install(tmp_path):
 
 def test_library_is_loaded_once_and_its_record_matches():
     built = grad_reverse.BUILD_INFO["tensorflow_version"]
-    if grad_reverse.BUILD_INFO.get("abi") == _loader.STABLE:
+    if grad_reverse.BUILD_INFO.get("abi") == _library_choice.STABLE:
         # Built against the C headers of a release no newer than this one.
-        assert _loader.SUPPORTED[0] <= _loader._release(built) <= _loader._release(tf.__version__)
+        assert _library_choice.SUPPORTED[0] <= _library_choice._release(built) <= _library_choice._release(tf.__version__)
     else:
-        assert _loader.series(built) == _loader.series(tf.__version__)
+        assert _library_choice.series(built) == _library_choice.series(tf.__version__)
     # The ops are registered with TensorFlow, with the signature the package relies on.
     from tensorflow.python.framework import op_def_registry  # private: the op registry
 
@@ -187,10 +187,10 @@ def test_cuda_kernel_is_compiled_in_when_a_cuda_compiler_was_available():
     from grad_reverse._xla import kernel_devices
 
     assert _kernels.cuda_compiled_in()
-    if grad_reverse.BUILD_INFO.get("abi") == _loader.STABLE:
+    if grad_reverse.BUILD_INFO.get("abi") == _library_choice.STABLE:
         # The stable-ABI library has no CUDA kernel by design (only a GPU
         # forward); the installation's C++ libraries must carry it.
-        records = [_loader.read_build_info(_loader.LIBRARIES_DIR / f"tf{r}") for r in _loader.releases_held()]
+        records = [_loader.read_build_info(_library_choice.LIBRARIES_DIR / f"tf{r}") for r in _library_choice.releases_held()]
         assert records and all(record["cuda"] for record in records), records
         assert "GPU" in kernel_devices("GradReverse") and "GPU" not in kernel_devices("GradReverseGrad")
         return

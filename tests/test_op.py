@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 import grad_reverse
-from grad_reverse import _kernels, _loader, reference
+from grad_reverse import _kernels, _library_choice, reference
 from grad_reverse._keras import KERAS_3, keras
 from conftest import LAMBDAS, SHAPES, assert_bitwise_equal, data_pointer, forward_backward, random_tensor
 
@@ -298,7 +298,7 @@ ALL_CPU_PATHS = ["portable", "avx2", "avx512", "avx512bf16"]
 def op_library() -> ctypes.CDLL:
     """The loaded op library (dlopen of a loaded path returns it), for its C
     functions that report and force the CPU path (cc/compute/cpu_paths.h)."""
-    library = ctypes.CDLL(str(_loader.library_path()))
+    library = ctypes.CDLL(str(_library_choice.library_path()))
     library.GradReverseCpuPath.restype = ctypes.c_char_p
     library.GradReverseSetCpuPath.argtypes = [ctypes.c_char_p]
     return library

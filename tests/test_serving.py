@@ -20,7 +20,7 @@ import tensorflow as tf
 
 import grad_reverse
 from grad_reverse._keras import KERAS_3
-from grad_reverse import _loader, serving
+from grad_reverse import _library_choice, serving
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 NOT_REGISTERED = "Op type not registered 'GradReverse'"
@@ -412,7 +412,7 @@ def run_runner(runner: Path, export: Path, x: np.ndarray, library: bool) -> subp
     values = ",".join(repr(float(v)) for v in x.ravel())
     args = [str(runner)]
     if library:
-        args += ["--library", str(_loader.library_path())]
+        args += ["--library", str(_library_choice.library_path())]
     args += [str(export), f"x={','.join(map(str, x.shape))}:{values}"]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     return subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)

@@ -8,12 +8,14 @@ inside SRC, and a run interrupted half-way.
 
 import io
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import tensorflow as tf
 
 from grad_reverse import serving
 from grad_reverse.serving import servable
@@ -165,3 +167,32 @@ def test_interrupted_run_leaves_no_dst(monkeypatch, tmp_path, small_export):
     with pytest.raises(KeyboardInterrupt):
         serving.make_servable(small_export, tmp_path / "dst", out=io.StringIO())
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("model", [tf.Module(), object(), "model"], ids=["tf.Module", "object", "str"])
+def test_export_serving_of_something_without_export_is_a_type_error_saying_what_is_accepted(tmp_path, model):
+    with pytest.raises(TypeError) as raised:
+        serving.export_serving(model, tmp_path / "out")
+    message = str(raised.value)
+    assert "exports a Keras model (it calls `model.export`)" in message
+    assert type(model).__qualname__ in message and "make_servable" in message
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("kind", ["users_folder", "file"])
+def test_without_overwrite_the_advice_names_only_what_would_work(capsys, tmp_path, small_export, kind):
+    dst = tmp_path / "dst"
+    if kind == "file":
+        dst.write_text("someone's file")
+    else:
+        users_folder(dst)
+    code, _, err = run_make_servable(capsys, small_export, dst, "--no-verify")
+    assert code == 2
+    assert re.search(r"--overwrite(?!-any-directory)", err) is None, err
+    assert "choose another DST" in err
+    if kind == "users_folder":
+        assert "already exists and is not a SavedModel (it holds data/, readme.txt, train.py)" in err
+        assert "--overwrite-any-directory" in err
+        # ... and that advice works.
+        code, _, _ = run_make_servable(capsys, small_export, dst, "--overwrite-any-directory", "--no-verify")
+        assert code == 0

@@ -24,15 +24,15 @@ import pytest
 import tensorflow as tf
 
 import grad_reverse
-from grad_reverse import _loader
+from grad_reverse import _library_choice, _loader
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "build_tools"))
 import elf_symbols  # noqa: E402
 
 PACKAGE = Path(grad_reverse.__file__).resolve().parent
-STABLE = PACKAGE / "_libs" / _loader.STABLE_DIR_NAME / _loader.LIBRARY_NAME
-RELEASE = PACKAGE / "_libs" / f"tf{_loader.series(tf.__version__)}" / _loader.LIBRARY_NAME
+STABLE = PACKAGE / "_libs" / _library_choice.STABLE_DIR_NAME / _library_choice.LIBRARY_NAME
+RELEASE = PACKAGE / "_libs" / f"tf{_library_choice.series(tf.__version__)}" / _library_choice.LIBRARY_NAME
 FRAMEWORK = Path(tf.sysconfig.get_lib()) / "libtensorflow_framework.so.2"
 
 needs_stable = pytest.mark.skipif(not STABLE.is_file(), reason="this installation has no stable-ABI library")
@@ -99,14 +99,14 @@ OP_DEFS = """
 @needs_both
 def test_both_libraries_register_the_same_op_definitions_and_shape_function(tmp_path):
     outputs = {}
-    for library in (_loader.RELEASE, _loader.STABLE):
+    for library in (_library_choice.RELEASE, _library_choice.STABLE):
         result = run_python(OP_DEFS, library, tmp_path)
         assert result.returncode == 0, result.stderr[-3000:]
         lines = result.stdout.split()
         assert lines[-1] == library
         outputs[library] = lines[:-1]
-    assert outputs[_loader.RELEASE] == outputs[_loader.STABLE]
-    assert outputs[_loader.STABLE][-2:] == ["<unknown>", "refused"]
+    assert outputs[_library_choice.RELEASE] == outputs[_library_choice.STABLE]
+    assert outputs[_library_choice.STABLE][-2:] == ["<unknown>", "refused"]
 
 
 EXPORT = """
@@ -136,8 +136,8 @@ LOAD = """
 
 
 @needs_both
-@pytest.mark.parametrize("made_with, loaded_with", [(_loader.RELEASE, _loader.STABLE),
-                                                    (_loader.STABLE, _loader.RELEASE)])
+@pytest.mark.parametrize("made_with, loaded_with", [(_library_choice.RELEASE, _library_choice.STABLE),
+                                                    (_library_choice.STABLE, _library_choice.RELEASE)])
 def test_a_savedmodel_made_with_one_library_runs_with_the_other(tmp_path, made_with, loaded_with):
     exported = run_python(EXPORT, made_with, tmp_path)
     assert exported.returncode == 0, exported.stderr[-3000:]
@@ -170,7 +170,7 @@ def test_the_stable_library_shards_a_large_backward_bitwise_as_the_reference(tmp
             bits = lambda t: t.numpy().view(unsigned[dtype.size])
             print(dtype.name, np.array_equal(bits(dx), bits(expected)))
     """
-    result = run_python(code, _loader.STABLE, tmp_path)
+    result = run_python(code, _library_choice.STABLE, tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     lines = result.stdout.split("\n")
     assert lines[0] == "3"
@@ -191,7 +191,7 @@ def test_the_stable_librarys_backward_writes_in_place_in_a_graph(tmp_path):
             print(dtype.name, backward_allocations("native", 4096, dtype),
                   backward_allocations("reference", 4096, dtype) > 0)
     """
-    result = run_python(code, _loader.STABLE, tmp_path)
+    result = run_python(code, _library_choice.STABLE, tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     rows = [line.split() for line in result.stdout.split("\n")[:4]]
     assert [(name, native) for name, native, _ in rows] == [
@@ -204,20 +204,20 @@ def test_the_stable_librarys_backward_writes_in_place_in_a_graph(tmp_path):
 def fake_libraries(root: Path, *folders: str) -> Path:
     for folder in folders:
         (root / folder).mkdir(parents=True)
-        (root / folder / _loader.LIBRARY_NAME).write_bytes(b"")
+        (root / folder / _library_choice.LIBRARY_NAME).write_bytes(b"")
     return root
 
 
 def test_auto_takes_the_running_releases_own_library_where_there_is_one(tmp_path):
     libraries = fake_libraries(tmp_path, "tf2.15", "tf2.21", "stable")
-    choice = _loader.choose(libraries, running="2.21.3", mode="auto")
-    assert (choice.directory, choice.kind, choice.warning) == (libraries / "tf2.21", _loader.RELEASE, None)
+    choice = _library_choice.choose_library(libraries, running="2.21.3", mode="auto")
+    assert (choice.directory, choice.kind, choice.warning) == (libraries / "tf2.21", _library_choice.RELEASE, None)
 
 
 def test_auto_takes_the_stable_library_for_a_newer_tensorflow_and_says_what_it_costs(tmp_path):
     libraries = fake_libraries(tmp_path, "tf2.15", "tf2.21", "stable")
-    choice = _loader.choose(libraries, running="2.23.0.dev20261026", mode="auto")
-    assert (choice.directory, choice.kind) == (libraries / "stable", _loader.STABLE)
+    choice = _library_choice.choose_library(libraries, running="2.23.0.dev20261026", mode="auto")
+    assert (choice.directory, choice.kind) == (libraries / "stable", _library_choice.STABLE)
     assert "TensorFlow 2.23.0.dev20261026 is newer than the releases" in choice.warning
     assert "no XLA kernels" in choice.warning and "no CUDA backward kernel" in choice.warning
     assert "GRAD_REVERSE_LIBRARY=stable" in choice.warning
@@ -225,44 +225,44 @@ def test_auto_takes_the_stable_library_for_a_newer_tensorflow_and_says_what_it_c
 
 def test_auto_takes_the_stable_library_for_a_supported_release_without_its_own(tmp_path):
     libraries = fake_libraries(tmp_path, "tf2.21", "stable")
-    choice = _loader.choose(libraries, running="2.18.1", mode="auto")
-    assert choice.kind == _loader.STABLE
+    choice = _library_choice.choose_library(libraries, running="2.18.1", mode="auto")
+    assert choice.kind == _library_choice.STABLE
     assert "no C++ library for TensorFlow 2.18 (it holds C++ libraries for TensorFlow 2.21)" in choice.warning
 
 
 def test_forcing_either_kind_takes_it_without_a_warning(tmp_path):
     libraries = fake_libraries(tmp_path, "tf2.21", "stable")
-    assert _loader.choose(libraries, running="2.21.0", mode="stable").kind == _loader.STABLE
-    assert _loader.choose(libraries, running="2.21.0", mode="stable").warning is None
+    assert _library_choice.choose_library(libraries, running="2.21.0", mode="stable").kind == _library_choice.STABLE
+    assert _library_choice.choose_library(libraries, running="2.21.0", mode="stable").warning is None
     with pytest.raises(ImportError, match="holds op libraries for TensorFlow 2.21 only"):
-        _loader.choose(libraries, running="2.23.0", mode="release")
+        _library_choice.choose_library(libraries, running="2.23.0", mode="release")
 
 
 def test_without_a_stable_library_a_newer_tensorflow_gets_todays_message(tmp_path):
     libraries = fake_libraries(tmp_path, "tf2.21")
     with pytest.raises(ImportError, match="TensorFlow 2.23 is outside the supported range"):
-        _loader.choose(libraries, running="2.23.0", mode="auto")
+        _library_choice.choose_library(libraries, running="2.23.0", mode="auto")
     with pytest.raises(ImportError, match="GRAD_REVERSE_LIBRARY=stable, but this installation has no stable"):
-        _loader.choose(libraries, running="2.21.0", mode="stable")
+        _library_choice.choose_library(libraries, running="2.21.0", mode="stable")
 
 
 @pytest.mark.parametrize("mode", ["auto", "stable", "release"])
 def test_a_tensorflow_older_than_the_range_is_refused_whatever_the_mode(tmp_path, mode):
     libraries = fake_libraries(tmp_path, "tf2.15", "stable")
     with pytest.raises(ImportError, match="runs TensorFlow 2.14.1; grad-reverse supports TensorFlow 2.15 and newer"):
-        _loader.choose(libraries, running="2.14.1", mode=mode)
+        _library_choice.choose_library(libraries, running="2.14.1", mode=mode)
 
 
 def test_an_unknown_mode_names_the_accepted_ones(tmp_path):
     with pytest.raises(ImportError, match="GRAD_REVERSE_LIBRARY='newest' is not a valid value.*release, stable"):
-        _loader.choose(tmp_path, running="2.21.0", mode="newest")
+        _library_choice.choose_library(tmp_path, running="2.21.0", mode="newest")
 
 
 def test_this_process_loaded_the_library_the_loader_chose():
     info = grad_reverse.BUILD_INFO["library"]
-    assert info["kind"] == _loader.chosen().kind
-    assert Path(info["path"]) == _loader.library_path()
-    assert (grad_reverse.BUILD_INFO.get("abi") == "stable") == (info["kind"] == _loader.STABLE)
+    assert info["kind"] == _library_choice.chosen().kind
+    assert Path(info["path"]) == _library_choice.library_path()
+    assert (grad_reverse.BUILD_INFO.get("abi") == "stable") == (info["kind"] == _library_choice.STABLE)
 
 
 @needs_stable
@@ -278,9 +278,9 @@ def test_a_tensorflow_lacking_a_c_function_is_an_import_error_naming_it(tmp_path
     source = tmp_path / "missing.cc"
     source.write_text('extern "C" void TF_ThisFunctionDoesNotExist();\n'
                       'static int touched = (TF_ThisFunctionDoesNotExist(), 0);\n')
-    subprocess.run([compiler, "-shared", "-fPIC", "-o", str(folder / _loader.LIBRARY_NAME), str(source)],
+    subprocess.run([compiler, "-shared", "-fPIC", "-o", str(folder / _library_choice.LIBRARY_NAME), str(source)],
                    check=True, capture_output=True)
-    (folder / _loader.BUILD_INFO_NAME).write_text(json.dumps({"abi": "stable", "xla": False, "cuda": False}))
+    (folder / _library_choice.BUILD_INFO_NAME).write_text(json.dumps({"abi": "stable", "xla": False, "cuda": False}))
     with pytest.raises(ImportError) as error:
         _loader.load_library(folder)
     message = str(error.value)
@@ -295,7 +295,7 @@ def test_info_names_the_library_and_why_it_was_chosen(tmp_path):
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     lines = {line.split(None, 1)[0]: line.split(None, 1)[1] for line in result.stdout.splitlines() if " " in line}
-    assert lines["library"].endswith(str(Path("_libs") / "stable" / _loader.LIBRARY_NAME))
+    assert lines["library"].endswith(str(Path("_libs") / "stable" / _library_choice.LIBRARY_NAME))
     assert lines["library_kind"].startswith("stable-ABI")
     assert lines["library_chosen_because"] == "chosen by GRAD_REVERSE_LIBRARY=stable"
     assert lines["xla_kernels_compiled"].startswith("no")
@@ -326,7 +326,7 @@ def test_a_savedmodel_moves_between_two_tensorflow_releases(tmp_path, direction)
 
 # A release newer than the tested range, and no C++ library of its own here
 # (the wheel; a source build against it compiles one).
-STABLE_BY_DEFAULT = _loader._release(tf.__version__) > _loader.SUPPORTED[1] and not RELEASE.is_file()
+STABLE_BY_DEFAULT = _library_choice._release(tf.__version__) > _library_choice.SUPPORTED[1] and not RELEASE.is_file()
 
 
 @pytest.mark.skipif(not STABLE_BY_DEFAULT, reason="this TensorFlow has a C++ library here, or is inside the tested "
@@ -345,7 +345,7 @@ def test_a_newer_tensorflow_warns_once_at_import_and_info_names_the_stable_libra
         report = info.collect()
         print(report["library_kind"].split()[0], report["library_chosen_because"].split(" is newer")[0])
     """
-    result = run_python(code, _loader.AUTO, tmp_path)
+    result = run_python(code, _library_choice.AUTO, tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     first, second = result.stdout.strip().split("\n")[-2:]
     assert first == "1 RuntimeWarning"

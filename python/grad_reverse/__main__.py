@@ -13,7 +13,9 @@ without TensorFlow. Running a command:
    TensorFlow loads, so before any module that imports it);
 2. import the command's module and let it register its options,
    `add_cli(subparsers)`, then parse (`COMMAND --help` stops here: the
-   `demo`, `example` and `info` modules import TensorFlow only when they run);
+   `demo`, `example` and `info` modules import TensorFlow only when they run),
+   and run the command's `preflight(args)` if it sets one: checks that need
+   no TensorFlow (a path that does not exist), answered at once;
 3. load the package as a user's `import grad_reverse` would (op library,
    gradients), keeping TensorFlow's start-up lines out of the output;
 4. run it; `args.verbose` tells it whether `--verbose` was given, before
@@ -74,12 +76,20 @@ def program_name(argv0: str) -> str:
     return CONSOLE_SCRIPT if name == CONSOLE_SCRIPT else PROG
 
 
+def _version() -> str:
+    import grad_reverse  # already imported: Python imports the package before running this module
+
+    return grad_reverse.__version__
+
+
 def _parser(prog: str = PROG) -> tuple[argparse.ArgumentParser, "argparse._SubParsersAction"]:
     parser = argparse.ArgumentParser(
         prog=prog,
         description=DESCRIPTION,
         epilog=f"'{prog} COMMAND --help' shows a command's options.",
     )
+    parser.add_argument("--version", action="version", version=f"grad-reverse {_version()}",
+                        help="print grad-reverse's version and exit")
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="show everything TensorFlow logs (by default its INFO and WARNING lines are hidden)")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
@@ -146,6 +156,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser = command_parser(command, prog)  # bench and serving import TensorFlow here
     args = parser.parse_args(argv)
     args.verbose = verbose  # -v before the command counts for the command too
+    preflight = getattr(args, "preflight", None)
+    if preflight is not None:  # the command's own checks (paths) before TensorFlow loads
+        refused = preflight(args)
+        if refused is not None:
+            return refused
     if getattr(args, "loading_note", None) and not getattr(args, "quiet", False):
         print(args.loading_note, flush=True)  # the import below can take a minute: say why nothing happens
     loading = time.perf_counter()

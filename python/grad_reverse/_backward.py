@@ -1,4 +1,4 @@
-"""Which backward GradReverse's registered gradient builds, decided once at import.
+"""Which backward GradReverse's registered gradient builds, decided at import (and by `options.set_backward`).
 
 Two implementations of the same function, `dx = -lambda * dy`:
 
@@ -11,23 +11,21 @@ Two implementations of the same function, `dx = -lambda * dy`:
 
 The gradient is built when a graph is traced (or an eager op is taped),
 before TensorFlow places the ops, so one choice holds for every device of
-the process. `GRAD_REVERSE_BACKWARD` (auto, native, stock; default auto)
-chooses; `auto` picks the native kernel unless TensorFlow sees a GPU on
+the process. `options.backward_mode()` (`GRAD_REVERSE_BACKWARD`, or
+`options.set_backward`: auto, native, stock; default auto) chooses; `auto` picks the native kernel unless TensorFlow sees a GPU on
 which the library's CUDA kernel cannot run (no CUDA kernels built, a
 driver older than the CUDA the kernels were built with, or a GPU whose
 compute capability none of the built architectures covers), where the
 native op would run on the CPU (a copy of every gradient to the host and
 back) or fail at its first launch. `decide` is a pure function of the
 variable, the build record, the visible GPUs, their compute capabilities and
-the driver's CUDA version, so all can be injected in tests; `choose` gathers
-them from the process.
+the driver's CUDA version, so all can be injected in tests; `choose_backward`
+gathers them from the process.
 """
 
 from __future__ import annotations
 
-import inspect
 import os
-import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Sequence
 
@@ -35,11 +33,12 @@ Capability = tuple[int, int]
 
 import tensorflow as tf
 
-from grad_reverse import _gpu_support
+from grad_reverse import _gpu_support, options
+from grad_reverse._user_warning import warn_at_user
 
-ENV_VAR = "GRAD_REVERSE_BACKWARD"
-AUTO, NATIVE, STOCK = "auto", "native", "stock"
-MODES = (AUTO, NATIVE, STOCK)
+ENV_VAR = options.BACKWARD_VARIABLE
+AUTO, NATIVE, STOCK = options.AUTO, options.NATIVE, options.STOCK
+MODES = options.BACKWARD_MODES
 _STOCK_DESCRIPTION = "stock TensorFlow ops (dy * -lambda) on every device"
 _SILENCE = f"Set {ENV_VAR}={STOCK} to choose stock ops explicitly (and silence this warning)."
 
@@ -73,7 +72,7 @@ def parse_mode(value: Optional[str]) -> str:
 
 
 def needs_driver_version(mode: str, build_info: Mapping[str, Any], gpus: Sequence[str]) -> bool:
-    """Whether `decide` will look at the driver's CUDA version (so `choose`
+    """Whether `decide` will look at the driver's CUDA version (so `choose_backward`
     asks the driver only then)."""
     return mode != STOCK and bool(gpus) and bool(build_info.get("cuda"))
 
@@ -205,18 +204,19 @@ def _cuda_versions(build_info: Mapping[str, Any], driver: Optional[int]) -> str:
             f"library CUDA {build_info.get('cuda_toolkit_version')}")
 
 
-def choose(
+def choose_backward(
     build_info: Mapping[str, Any],
     driver_cuda_version: Callable[[], int],
     visible_gpus: Callable[[], list[str]] = _gpu_support.visible_gpus,
     environ: Mapping[str, str] = os.environ,
     compute_capability: Callable[[str], Optional[Capability]] = _gpu_support.compute_capability,
 ) -> Backward:
-    """Reads the variable, lists the GPUs (only when the choice depends on
+    """Reads the mode (`options.backward_mode`: set in process, else the
+    variable in `environ`), lists the GPUs (only when the choice depends on
     them) and asks the driver and each GPU's compute capability (only when
-    `needs_driver_version`); warns once (RuntimeWarning) when there is
-    something to fix."""
-    value = environ.get(ENV_VAR)
+    `needs_driver_version`); warns (RuntimeWarning) when there is something
+    to fix."""
+    value = options.backward_mode(environ)
     mode = parse_mode(value)
     gpus = [] if mode == STOCK else visible_gpus()
     driver, capabilities = None, {}
@@ -225,28 +225,8 @@ def choose(
         capabilities = {gpu: compute_capability(gpu) for gpu in gpus}
     backward = decide(value, build_info, gpus, driver, capabilities)
     if backward.warning:
-        warnings.warn(backward.warning, RuntimeWarning, stacklevel=_stacklevel_outside_package())
+        warn_at_user(backward.warning)
     return backward
-
-
-def _stacklevel_outside_package() -> int:
-    """The `stacklevel` for a warning raised by this function's caller that
-    points at the first frame outside grad_reverse (the user's import).
-    importlib's frames are skipped, as `warnings` itself does not count them."""
-    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
-    frame = inspect.currentframe()
-    frame = frame.f_back if frame is not None else None  # the caller, which warns: stacklevel 1
-    level = 1
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if "importlib" in filename and "_bootstrap" in filename:
-            frame = frame.f_back
-            continue
-        if not os.path.abspath(filename).startswith(package):
-            return level
-        level += 1
-        frame = frame.f_back
-    return level
 
 
 def stock_reverse(dy: tf.Tensor, lambda_: tf.Tensor) -> tf.Tensor:
@@ -259,8 +239,7 @@ def stock_reverse(dy: tf.Tensor, lambda_: tf.Tensor) -> tf.Tensor:
     native op: a second-order gradient flows through `dy` only.
     """
     # tf.raw_ops: the generated wrappers' fast path, without the dispatch
-    # layers of tf.math (measured: 51 instead of 86 microseconds per eager
-    # float32 call of these three ops).
+    # layers of tf.math (about half the cost per eager call: docs/benchmark.md).
     scale = tf.raw_ops.Neg(x=tf.raw_ops.StopGradient(input=lambda_))
     dtype = dy.dtype
     if dtype == tf.float32:

@@ -3,7 +3,7 @@ rests on: the GPUs TensorFlow sees, their compute capabilities, CUDA version
 numbers and the CUDA architectures a fatbin can run on.
 
 The driver's CUDA version itself is asked through the op library
-(`_loader.cuda_driver_version`), whose statically linked CUDA runtime is the
+(`_library_calls.cuda_driver_version`), whose statically linked CUDA runtime is the
 one its kernels need a driver for.
 """
 

@@ -6,7 +6,10 @@ only; a user's program that imports `grad_reverse` gets neither:
 * `starting_command_line()` tells the package's `__init__` that Python is
   importing it on the way to running the command line, so that the import
   can leave TensorFlow alone until the command line has set its environment
-  (and `--help` never loads TensorFlow at all).
+  (and `--help` never loads TensorFlow at all). Python imports a package
+  before it runs the package's `__main__`, so the import itself must wait:
+  the command line calls the package's `_load()` once it is ready, and any
+  public name asked for earlier loads it too (`package_getattr`).
 * `tensorflow_start_filtered()` keeps the lines TensorFlow's C++ code writes
   while it loads out of a command's output. Some of them come before
   TensorFlow reads TF_CPP_MIN_LOG_LEVEL (TensorFlow 2.21 logs its oneDNN
@@ -19,11 +22,12 @@ Nothing here imports TensorFlow.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import re
 import sys
 import tempfile
-from typing import Iterator, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 PACKAGE = "grad_reverse"
 SCRIPT_NAMES = ("grad-reverse", "grad-reverse.exe", "grad-reverse-script.py")
@@ -61,6 +65,41 @@ def starting_command_line(argv: Optional[Sequence[str]] = None, orig_argv: Optio
     if argv[0] == "-m":
         return orig_argv is not None and _dash_m_module(argv, orig_argv) in (PACKAGE, PACKAGE + ".__main__")
     return os.path.basename(argv[0]) in SCRIPT_NAMES
+
+
+_loading = False
+
+
+@contextlib.contextmanager
+def loading_package() -> Iterator[None]:
+    """Wraps the package's `_load()`: while it runs, `package_getattr` does
+    not start it again (a name not bound yet is then a plain AttributeError)."""
+    global _loading
+    _loading = True
+    try:
+        yield
+    finally:
+        _loading = False
+
+
+def package_getattr(package: str, load: Callable[[], None], loaded_names: frozenset,
+                    submodules: frozenset) -> Callable[[str], Any]:
+    """The package's module `__getattr__` (PEP 562), reached only for names
+    not bound yet: a submodule is imported; a public name bound by `load`
+    runs it first (unless it is running)."""
+
+    def __getattr__(name: str) -> Any:
+        if name in submodules:
+            # What `from grad_reverse import reference` in a submodule would do
+            # anyway; loading everything here instead could re-enter a module
+            # that is still being imported.
+            return importlib.import_module(f"{package}.{name}")
+        if name in loaded_names and not _loading:
+            load()
+            return getattr(sys.modules[package], name)
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+    return __getattr__
 
 
 def _dash_m_module(argv: Sequence[str], orig_argv: Sequence[str]) -> str:

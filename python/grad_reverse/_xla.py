@@ -4,7 +4,8 @@ The library's XLA kernels exist when it was built with them (BUILD_INFO["xla"])
 and TensorFlow registered them on its XLA_*_JIT devices, at device creation or
 through the library's late registration (see cc/kernels/grad_reverse_xla.cc).
 Otherwise, inside an XLA context, `grad_reverse` uses the pure-Python version
-(which XLA compiles) and warns once.
+(which XLA compiles) and warns once; `options.set_xla_fallback("always")`
+makes it use that version in every XLA context, without a warning.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import warnings
 import tensorflow as tf
 from tensorflow.python.framework import kernels as _kernels  # private: no public equivalent
 from tensorflow.python.ops import control_flow_util as _control_flow_util  # private
+
+from grad_reverse import options
 
 _warned = False
 
@@ -46,6 +49,8 @@ def use_fallback(build_info: dict) -> bool:
     global _warned
     if not in_xla_context():
         return False
+    if options.xla_fallback() == options.ALWAYS:
+        return True
     missing = missing_xla_devices(build_info)
     if not missing:
         return False

@@ -12,29 +12,29 @@ def collect() -> dict[str, Any]:
     import tensorflow as tf
 
     import grad_reverse
-    from grad_reverse import _backward, _loader, ops
+    from grad_reverse import _backward, _library_choice, ops
     from grad_reverse._xla import kernel_devices
 
     build = grad_reverse.BUILD_INFO
     tf.zeros([])  # creates the devices, which registers the XLA kernels
     gpus = [d.name for d in tf.config.list_physical_devices("GPU")]
     backward = ops.BACKWARD  # decided at import, from the GPUs visible then
-    choice = _loader.chosen()
-    stable = choice.kind == _loader.STABLE
-    oldest = "%d.%d" % _loader.SUPPORTED[0]
+    choice = _library_choice.chosen()
+    stable = choice.kind == _library_choice.STABLE
+    oldest = "%d.%d" % _library_choice.SUPPORTED[0]
     return {
         "grad_reverse": grad_reverse.__version__,
         "tensorflow_built_against": (
             f"any from {oldest} on (TensorFlow's C API; headers of {build.get('tensorflow_version')})"
             if stable else build.get("tensorflow_version")),
         "tensorflow_running": tf.__version__,
-        "library": str(_loader.library_path()),
+        "library": str(_library_choice.library_path()),
         "library_kind": ("stable-ABI (TensorFlow's C API, one build for every release)" if stable else
-                         f"C++ (TensorFlow {_loader.series(str(build.get('tensorflow_version')))}'s ABI)"),
+                         f"C++ (TensorFlow {_library_choice.series(str(build.get('tensorflow_version')))}'s ABI)"),
         "library_chosen_because": choice.reason,
         # A source build holds one; the portable wheel one per supported release.
         "libraries_for_tensorflow": ", ".join(
-            _loader.releases_held() + (["any (stable-ABI)"] if _loader.has_stable() else [])),
+            _library_choice.releases_held() + (["any (stable-ABI)"] if _library_choice.has_stable() else [])),
         "cuda_kernels_compiled": _compiled(build, "cuda"),
         # Which GPUs the CUDA kernels can run on (auto uses stock ops elsewhere).
         "cuda_architectures": build.get("cuda_architectures") or "none",

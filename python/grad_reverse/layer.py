@@ -13,7 +13,26 @@ import numpy as np
 import tensorflow as tf
 
 from grad_reverse._keras import keras
-from grad_reverse.ops import LambdaLike, grad_reverse
+from grad_reverse.ops import LAMBDA_ACCEPTED, LambdaLike, grad_reverse
+
+
+def check_lambda_kind(lambda_: LambdaLike) -> None:
+    """Raises TypeError for a lambda_ the op cannot take (None, a bool, a
+    string, an object that is no number), ValueError for one whose shape is
+    known now and is not a scalar (a list, an array, a tensor or variable of
+    rank 1 or more)."""
+    if lambda_ is None or isinstance(lambda_, (bool, np.bool_, str, bytes)):
+        raise TypeError(f"lambda_ must be {LAMBDA_ACCEPTED}, got {lambda_!r}")
+    shape = getattr(lambda_, "shape", None)
+    if shape is None and isinstance(lambda_, (list, tuple)):
+        shape = np.shape(lambda_)
+    if shape is None:
+        if not isinstance(lambda_, numbers.Real):
+            raise TypeError(f"lambda_ must be {LAMBDA_ACCEPTED}, got {type(lambda_).__name__} {lambda_!r}")
+        return
+    shape = tf.TensorShape(shape)
+    if shape.rank is not None and shape.rank != 0:
+        raise ValueError(f"lambda_ must be a scalar (shape []), got shape {shape.as_list()}: {LAMBDA_ACCEPTED}")
 
 
 def check_finite_lambda(lambda_: LambdaLike) -> None:
@@ -38,20 +57,26 @@ def make_layer_class(keras: ModuleType) -> type:
         """Identity forward; multiplies the gradient by `-lambda_` on the way back.
 
         Args:
-          lambda_: a finite number, or a `tf.Variable` / `keras.Variable` that a
-            schedule assigns between steps (no retracing). `get_config` stores
-            its current value, so a reloaded layer holds a plain number. A
-            non-finite number or eager tensor is a ValueError here, since
+          lambda_: a finite number, a float scalar tensor, or a scalar
+            `tf.Variable` / `keras.Variable` that a schedule assigns between
+            steps (no retracing). `get_config` stores its current value, so a
+            reloaded layer holds a plain number. Checked here: anything else
+            (None, a string) is a TypeError; a non-scalar (a list, an array)
+            and a non-finite number or eager tensor are a ValueError, since
             under XLA a captured tensor's value cannot be checked at run time.
 
-        With `training=False` (inference, `model.predict`, `model.export`) the
-        layer returns its input without the op, so serving graphs contain only
-        stock TensorFlow ops. With `training=None` (a custom loop calling
-        `model(x)`), the gradient is still reversed.
+        With `training=False` (inference, `model.predict`) the layer returns
+        its input without the op. With `training=None` (a custom loop calling
+        `model(x)`), the gradient is still reversed. So `model.export` and
+        `tf.saved_model.save`, which trace the model with `training` unset,
+        keep the op; `grad_reverse.serving.export_serving` calls the model
+        with `training=False` and writes an export of stock TensorFlow ops
+        only (and `make-servable` removes the op from any SavedModel).
         """
 
         def __init__(self, lambda_: LambdaLike = 1.0, **kwargs: Any) -> None:
             super().__init__(**kwargs)
+            check_lambda_kind(lambda_)
             check_finite_lambda(lambda_)
             self.lambda_ = lambda_
             self.supports_masking = True

@@ -10,25 +10,35 @@ from typing import Optional, Union
 import numpy as np
 import tensorflow as tf
 
-from grad_reverse import _xla, reference
+from grad_reverse import _backward, _xla, reference
 from grad_reverse._keras import keras
+from grad_reverse._library_calls import cuda_driver_version
 from grad_reverse._loader import load_library
-from grad_reverse import _backward
-from grad_reverse._loader import cuda_driver_version
 
 _library, BUILD_INFO = load_library()
-# Decided once (GRAD_REVERSE_BACKWARD, see _backward.py): the gradients below
-# call the chosen function with no further test.
-BACKWARD = _backward.choose(BUILD_INFO, cuda_driver_version)
-_reverse_dense = (
-    _library.grad_reverse_grad if BACKWARD.kernel == _backward.NATIVE else _backward.stock_reverse
-)
+
+
+def use_backward() -> _backward.Backward:
+    """Decides the backward again (`options.backward_mode()`, see _backward.py)
+    and sets `BACKWARD`; the gradients below call the chosen function with no
+    further test. Run at import, and by `options.set_backward`."""
+    global BACKWARD, _reverse_dense
+    BACKWARD = _backward.choose_backward(BUILD_INFO, cuda_driver_version)
+    _reverse_dense = (
+        _library.grad_reverse_grad if BACKWARD.kernel == _backward.NATIVE else _backward.stock_reverse
+    )
+    return BACKWARD
+
+
+BACKWARD: _backward.Backward = use_backward()
 
 SUPPORTED_DTYPES = (tf.float16, tf.bfloat16, tf.float32, tf.float64)
 _SUPPORTED_NAMES = ", ".join(d.name for d in SUPPORTED_DTYPES)
 _SUPPORTED_SET = frozenset(SUPPORTED_DTYPES)  # a hashed lookup: half the cost of a tuple scan
 
 LambdaLike = Union[float, int, tf.Tensor, tf.Variable]
+# What an error about lambda_ says is accepted.
+LAMBDA_ACCEPTED = "a real number, a float scalar tensor or a scalar tf.Variable / keras.Variable"
 
 # Keras 3's variable wraps a tf.Variable (Keras 2 layers hold tf.Variables).
 _KERAS_VARIABLE = getattr(keras, "Variable", None)
@@ -64,9 +74,9 @@ def lambda_input(lambda_: LambdaLike) -> Union[tf.Tensor, tf.Variable]:
     A float32 scalar variable is passed to the op as it is: the generated op
     wrapper reads it in C at every call (a ReadVariableOp, recorded on the
     tape like any read), so a variable assigned between steps takes effect.
-    Reading it here through `tf.convert_to_tensor` instead costs about 20 µs
-    more per eager call (60 µs for a `keras.Variable`), most of an eager call
-    on a small tensor. A `keras.Variable` stands for its `.value` (the
+    Reading it here through `tf.convert_to_tensor` instead would add a read
+    of its own to every eager call, most of an eager call's cost on a small
+    tensor (docs/benchmark.md). A `keras.Variable` stands for its `.value` (the
     tf.Variable it holds, or that value autocast), which is what converting it
     reads. Everything else goes through `lambda_tensor`.
     """
@@ -99,7 +109,14 @@ def lambda_tensor(lambda_: LambdaLike) -> tf.Tensor:
         if not math.isfinite(value):
             raise _invalid_argument(f"lambda_ must be finite, got {value}")
         return _constant(value)
-    tensor = tf.convert_to_tensor(lambda_)
+    if lambda_ is None:
+        raise TypeError(f"lambda_ must be {LAMBDA_ACCEPTED}, got None")
+    try:
+        tensor = tf.convert_to_tensor(lambda_)
+    except (TypeError, ValueError) as error:  # a str, a ragged list, an arbitrary object
+        raise TypeError(
+            f"lambda_ must be {LAMBDA_ACCEPTED}, got {type(lambda_).__name__} {lambda_!r} ({error})"
+        ) from None
     if not (tensor.dtype.is_floating or tensor.dtype.is_integer) or tensor.dtype.is_bool:
         raise TypeError(
             f"lambda_ must be a real number or a float scalar tensor, got dtype {tensor.dtype.name}"
@@ -132,7 +149,7 @@ def grad_reverse(x, lambda_: LambdaLike = 1.0, name: Optional[str] = None) -> tf
     The forward output shares `x`'s buffer. The backward runs the native
     GradReverseGrad kernel, in place when TensorFlow allows it, or stock
     TensorFlow ops with the same results where that kernel cannot run on the
-    GPU (`BACKWARD` says which, and why; GRAD_REVERSE_BACKWARD chooses).
+    GPU (`BACKWARD` says which, and why; `grad_reverse.options` chooses).
     """
     if not isinstance(x, tf.Tensor):
         x = tf.convert_to_tensor(x)

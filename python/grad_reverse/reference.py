@@ -1,6 +1,6 @@
 """The pure-Python gradient reversal layer people write today, with lambda.
 
-`tf.custom_gradient` around `tf.identity` (see the project's seed notes). It
+`tf.custom_gradient` around `tf.identity`. It
 is the oracle of the tests and the baseline of the benchmarks. Its backward
 rounds exactly like the native kernels: `lambda` is a float32, float and
 double multiply by `-lambda` in their own type, half and bfloat16 multiply in

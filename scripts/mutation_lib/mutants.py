@@ -128,6 +128,27 @@ MUTANTS: tuple[Mutant, ...] = (
         tests=(T + "test_nonfinite_lambda.py::test_layer_refuses_a_non_finite_number_or_eager_tensor",),
     ),
     Mutant(
+        name="layer-accepts-a-lambda-of-the-wrong-kind",
+        promise="the layer refuses None, a string or a non-scalar lambda at construction, naming what is accepted",
+        file="layer.py",
+        edits=(("            check_lambda_kind(lambda_)\n", ""),),
+        tests=(T + "test_layer.py::test_the_layer_refuses_a_lambda_of_the_wrong_kind_or_shape_at_construction",),
+    ),
+    Mutant(
+        name="backward-not-switched-in-process",
+        promise="options.set_backward changes the gradient built after it",
+        file="options.py",
+        edits=(("        ops.use_backward()\n", "        pass\n"),),
+        tests=(T + "test_options.py::test_set_backward_switches_the_gradient_built_after_it",),
+    ),
+    Mutant(
+        name="serving-paths-checked-after-tensorflow-loads",
+        promise="check-serving and make-servable report a missing path before TensorFlow loads",
+        file="__main__.py",
+        edits=(("    if preflight is not None:", "    if False:"),),
+        tests=(T + "test_cli.py::test_a_bad_serving_path_is_reported_before_tensorflow_loads",),
+    ),
+    Mutant(
         name="loader-skips-version-check",
         promise="a library built for another TensorFlow is an ImportError before it is loaded",
         file="_loader.py",
@@ -370,7 +391,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         name="auto-never-chooses-the-stable-library",
         promise="a TensorFlow without a C++ library of its own (a newer release) loads the stable-ABI library",
-        file="_loader.py",
+        file="_library_choice.py",
         edits=(("    if mode == RELEASE or own.is_dir() or not stable_held:", "    if True:"),),
         tests=(T + "test_stable_library.py::"
                "test_auto_takes_the_stable_library_for_a_newer_tensorflow_and_says_what_it_costs",),
@@ -378,7 +399,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         name="stable-threads-ignore-tensorflows-intra-op-setting",
         promise="the stable library runs no more CPU threads than TensorFlow's intra-op setting",
-        file="_loader.py",
+        file="_library_calls.py",
         edits=(("    if threads > 0:\n        handle.GradReverseSetMaxThreads", "    if False:\n        handle.GradReverseSetMaxThreads"),),
         tests=(T + "test_stable_library.py::test_the_stable_library_shards_a_large_backward_bitwise_as_the_reference",),
     ),

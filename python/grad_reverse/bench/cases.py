@@ -121,14 +121,10 @@ SETTLING_CALLS = 3
 def recover(floor: Callable[[], object], seconds: float = RECOVERY_SECONDS) -> None:
     """Calls the floor, untimed, for `seconds`: what the limit's ways leave
     behind slows the next few milliseconds of TensorFlow calls, whichever
-    they are. Measured at 1M float32 under XLA with a float lambda (the same
-    HLO for the native op and the pure-Python version), reference/native
-    with the ways in the rounds was 0.66-0.88 with the native op timed
-    first after them and 1.18-1.63 with it second; 1 and 3 settling calls
-    left 0.78/1.28 and 0.97/1.13, 5 ms of floor calls 0.90/1.07, 20 ms
-    0.98/1.00. Without the ways: 0.94-1.01 in either order. In tf.function
-    with a Variable lambda the call after the floor's was slow too, so each
-    sample also follows SETTLING_CALLS untimed calls of its own."""
+    they are, and would favour whichever implementation is timed second
+    (docs/benchmark.md has the measurements behind RECOVERY_SECONDS). The
+    call after the floor's can be slow too, so each sample also follows
+    SETTLING_CALLS untimed calls of its own."""
     end = time.perf_counter() + seconds
     while time.perf_counter() < end:
         floor()

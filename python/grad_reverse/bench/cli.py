@@ -73,6 +73,10 @@ class LimitWaysBySize:
         self.ways.clear()
 
 
+# Where the command writes bench.json and bench.png without --out (the demo's is grad_reverse_demo).
+DEFAULT_OUT = "grad_reverse_bench"
+
+
 def plan(sizes: Sequence[int], dtype: tf.DType, rounds: int, lambdas: Sequence[str], quick: bool,
          dann: bool, beside: Callable[[int], cases.Beside] = lambda size: None
          ) -> list[tuple[str, Callable[[], Result]]]:
@@ -160,7 +164,9 @@ def run(quick: bool = False, dtype: str = "float32", out: Optional[str] = None,
         sizes: Optional[Sequence[int]] = None, rounds: Optional[int] = None, progress: bool = True,
         memory: bool = True, dann: bool = True, lambdas: Sequence[str] = cases.LAMBDA_KINDS,
         verbose: bool = False) -> list[Result]:
-    """Runs every case and prints the table; returns the results."""
+    """Runs every case and prints the table; returns the results. With `out`,
+    also writes bench.json and bench.png there (the command's default:
+    DEFAULT_OUT) and prints their paths."""
     tf_dtype = tf.as_dtype(dtype)
     sizes = tuple(sizes or (QUICK_SIZES if quick else FULL_SIZES))
     rounds = rounds or (11 if quick else 41)
@@ -251,7 +257,8 @@ def add_cli(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser("bench", help="time the native op against tf.custom_gradient and tf.identity")
     parser.add_argument("--quick", action="store_true", help="three sizes (1K, 1M, 16M) and fewer rounds")
     parser.add_argument("--dtype", default="float32", choices=DTYPES)
-    parser.add_argument("--out", metavar="DIR", help="write bench.json and bench.png here")
+    parser.add_argument("--out", metavar="DIR", default=DEFAULT_OUT,
+                        help=f"write bench.json and bench.png here (default: ./{DEFAULT_OUT})")
     parser.add_argument("--sizes", type=_sizes_argument, help=table.SIZES_HELP + "; default 1K,64K,1M,4M,16M,64M")
     parser.add_argument("--rounds", type=_rounds_argument, help="interleaved rounds per case (default 41, --quick 11)")
     parser.add_argument("--lambda", dest="lambda_kind", choices=("both",) + cases.LAMBDA_KINDS, default="both",

@@ -32,16 +32,14 @@ The ways are timed in the same interleaved rounds as the case they bound
 pass of any way in those rounds (`measure.limit_from_times`; the command pools
 the rounds of every case of a size, `cli.read_against_pooled_limits`): load
 only slows a pass, so the limit is what the machine did at its quietest
-moment. An earlier version took the median over rounds of each round's
-fastest way, read like the case's median: where the case moves the bytes as
-fast as the best way (the kernel alone), noise alone read it above 100 %, and
-a 64M eager row read 122 % of it on a quiet machine.
+moment. (A median over rounds of each round's fastest way is no limit: where
+the case moves the bytes as fast as the best way, as the kernel alone does,
+noise alone reads it above 100 %.)
 
 A memory limit bounds only passes that go to memory. Where the buffers are
 not at least twice the last-level cache (`beyond_cache`), a pass runs from
 the cache, at a speed that depends on the instructions more than on the
-bytes (the kernel's AVX-512 in-place passes over 4 MiB ran at twice numpy's
-best), so no limit is given there: the table shows none, and says why.
+bytes, so no limit is given there: the table shows none, and says why.
 """
 
 from __future__ import annotations

@@ -87,10 +87,7 @@ class Limit:
 
 def limit_from_times(nbytes: int, times: dict[str, list[float]]) -> Limit:
     """The Limit that the ways' samples `times` (interleaved rounds) show: the
-    fastest pass of all. (The median over rounds of each round's fastest way,
-    read against a case's median, is no limit: where the case moves the bytes
-    as fast as the best way, as the kernel alone does, noise alone puts it
-    above 100 % in half the runs.)"""
+    fastest pass of all (see `limit` for why not a median)."""
     fastest = {name: min(samples) for name, samples in times.items()}
     method = min(fastest, key=fastest.get)
     methods = {name: 2 * nbytes / seconds / 1e9 for name, seconds in fastest.items()}

@@ -1,7 +1,9 @@
 """bench.png: time per forward+backward against size, log-log, one panel per
 kind of lambda, with the memory-bandwidth limit drawn as a hatched region
 (times below it are out of reach) under a dotted red edge, not as another
-data line; the axis spans the data, so the limit never stretches it."""
+data line; the axis spans the data, so the limit never stretches it. Where
+the limit covers fewer than two sizes or lies below the axis, neither the
+region nor its label is drawn."""
 
 from __future__ import annotations
 
@@ -34,9 +36,11 @@ def _panel(ax, results: Sequence[Result], kind: str) -> None:
     if times:  # the axis spans the data; the limit region is clipped to it
         ax.set_ylim(min(times) / 1.5, max(times) * 1.5)
     limit_rows = sorted((r for r in rows if r.limit_gbps and r.mode == "tf.function"), key=lambda r: r.size)
-    if limit_rows:
-        sizes = [r.size for r in limit_rows]
-        floor_times = [r.bytes_moved / (r.limit_gbps * 1e9) for r in limit_rows]
+    sizes = [r.size for r in limit_rows]
+    floor_times = [r.bytes_moved / (r.limit_gbps * 1e9) for r in limit_rows]
+    # A region needs two sizes (`--quick` has one beyond the caches) and must
+    # reach into the axis; otherwise nothing would be drawn, so no label either.
+    if len(limit_rows) >= 2 and max(floor_times) > ax.get_ylim()[0]:
         ax.fill_between(sizes, ax.get_ylim()[0], floor_times, facecolor="mistyrose", edgecolor="tab:red",
                         hatch="///", linewidth=0, label="out of reach: faster than the measured\n"
                                                          "memory bandwidth allows the backward")

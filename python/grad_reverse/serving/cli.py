@@ -2,15 +2,44 @@
 
 Defining them needs only argparse: the package CLI registers them without
 importing TensorFlow, and each command imports what it needs when it runs.
+Each also checks its paths first (`preflight`), which the package CLI runs
+before it loads TensorFlow, so a mistyped path is reported at once.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from grad_reverse.serving.constants import EXIT_ERROR, EXIT_FAILED, EXIT_OK, EXIT_UNVERIFIED, SERVING_TAG
+
+
+def _path_problem(path: str) -> Optional[str]:
+    """What `saved_model_dir` would say of a SavedModel path that is not a
+    directory, found without importing TensorFlow; None for a directory."""
+    if not Path(path).exists():
+        return f"{path}: no such directory"
+    if not Path(path).is_dir():
+        return f"{path}: not a directory (a SavedModel is a directory)"
+    return None
+
+
+def _preflight_check_serving(args: argparse.Namespace) -> Optional[int]:
+    problem = _path_problem(args.path)
+    if problem:
+        print(f"check-serving: error: {problem}", file=sys.stderr)
+        return EXIT_ERROR
+    return None
+
+
+def _preflight_make_servable(args: argparse.Namespace) -> Optional[int]:
+    problem = _path_problem(args.src)
+    if problem:
+        print(f"make-servable: error: {problem}", file=sys.stderr)
+        return EXIT_ERROR
+    return None
 
 
 def _run_check_serving(args: argparse.Namespace) -> int:
@@ -61,7 +90,7 @@ def add_cli(subparsers: Any) -> None:
         default=SERVING_TAG,
         help=f"comma-separated tag set of the MetaGraph to check (default: {SERVING_TAG})",
     )
-    check.set_defaults(run=_run_check_serving)
+    check.set_defaults(run=_run_check_serving, preflight=_preflight_check_serving)
 
     make = subparsers.add_parser(
         "make-servable",
@@ -102,12 +131,15 @@ def add_cli(subparsers: Any) -> None:
         help="write DST even if some signature could not be run (the last line names them); "
         f"without it such a run exits {EXIT_UNVERIFIED}",
     )
-    make.set_defaults(run=_run_make_servable)
+    make.set_defaults(run=_run_make_servable, preflight=_preflight_make_servable)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """`python -m grad_reverse.serving COMMAND ...`: the serving commands without the package CLI."""
-    parser = argparse.ArgumentParser(prog="python -m grad_reverse.serving")
+    """Runs one serving command in this process, as `python -m grad_reverse
+    COMMAND ...` would once the package is loaded (`argv` without the program
+    name); returns the exit status."""
+    parser = argparse.ArgumentParser(prog="python -m grad_reverse")
     add_cli(parser.add_subparsers(dest="command", required=True, metavar="COMMAND"))
     args = parser.parse_args(argv)
-    return args.run(args)
+    refused = args.preflight(args)
+    return refused if refused is not None else args.run(args)

@@ -42,6 +42,9 @@ def export_serving(
 ) -> None:
     """Exports a Keras model for stock TF Serving: `model.export`, then `make_servable`.
 
+    Raises TypeError for an object without `model.export` (a plain
+    `tf.Module`: save it with `tf.saved_model.save` and call `make_servable`).
+
     The export is Keras' own (`model.export(path)`: the same `serve` and
     `serving_default` signatures, input names and inference-mode layers),
     written to a hidden folder beside `path` and rewritten into `path`
@@ -54,14 +57,20 @@ def export_serving(
 
     `check` (default) raises ValueError if a signature still needs an op
     stock TF Serving lacks (another library's custom op); `verify` also runs
-    every signature of both exports and requires bitwise-equal outputs (a
-    second process, a few seconds). `verbose` prints Keras' export summary
+    every signature of both exports and requires bitwise-equal outputs (in a
+    second process). `verbose` prints Keras' export summary
     and the rewriter's report.
     """
     from grad_reverse._keras import KERAS_3
     from grad_reverse.serving import staging as staging_folder
     from grad_reverse.serving.servable import make_servable
 
+    if not callable(getattr(model, "export", None)):
+        raise TypeError(
+            f"export_serving exports a Keras model (it calls `model.export`), got "
+            f"{type(model).__module__}.{type(model).__qualname__}, which has no `export`. For another "
+            f"tf.Module: `tf.saved_model.save(module, src)`, then `make_servable(src, path)`."
+        )
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     notes: list[str] = []

@@ -141,17 +141,22 @@ def _check_destination(src: Path, dst: Path, overwrite: bool, any_directory: boo
         raise SavedModelError(dst, f"DST must be outside SRC ({src}) and must not contain it; SRC is never written")
     if not (dst.exists() or dst.is_symlink()):
         return
-    if not overwrite:
-        raise SavedModelError(dst, "already exists; pass overwrite=True to replace it",
-                              cli_reason="already exists; pass --overwrite to replace it")
+    # Checked before `overwrite`, so that the advice never names a flag that
+    # would then be refused.
     if not dst.is_dir() or dst.is_symlink():
-        raise SavedModelError(dst, "exists and is not a directory; not replacing it")
+        raise SavedModelError(dst, "exists and is not a directory; not replacing it: choose another DST")
     # --overwrite is for an earlier copy: a folder of other files is someone's work.
     if not any_directory and not _is_saved_model(dst) and any(dst.iterdir()):
         reason = (f"is not a SavedModel (it holds {_listing(dst)}), and overwrite replaces only a SavedModel "
                   "or an empty directory; choose another DST, or delete it and its files with {}")
+        if not overwrite:
+            reason = (f"already exists and is not a SavedModel (it holds {_listing(dst)}); choose another DST, "
+                      "or delete it and its files with {}")
         raise SavedModelError(dst, reason.format("overwrite_any_directory=True"),
                               cli_reason=reason.format("--overwrite-any-directory"))
+    if not overwrite:
+        raise SavedModelError(dst, "already exists; pass overwrite=True to replace it",
+                              cli_reason="already exists; pass --overwrite to replace it")
 
 
 def _is_saved_model(directory: Path) -> bool:

@@ -1,0 +1,208 @@
+"""Which native op library this process loads, chosen once, at import.
+
+This is the one place that knows where the libraries live. Two kinds, each in
+its folder of `_libs/` with its build record:
+
+* per-release C++ libraries, `_libs/tf<major>.<minor>/`: a custom op written
+  against TensorFlow's C++ API is bound to the ABI of one minor release, so a
+  source build (`pip install .`) holds the one of the TensorFlow it was built
+  against, the portable wheel (build_pip_pkg.sh) one for each supported
+  release. A patch release loads its minor's library.
+* the stable-ABI library, `_libs/stable/` (cc/stable/): written against
+  TensorFlow's C API only, which does not move between releases, so it loads
+  into every TensorFlow from the oldest supported release on, newer ones
+  included; it has no XLA and no CUDA backward kernels.
+
+`options.library_mode()` (GRAD_REVERSE_LIBRARY) chooses: `auto` (the default)
+takes the running release's own library where this installation holds one,
+else the stable one; `release` and `stable` take only that kind. Loading the
+chosen library and checking it matches this TensorFlow is `_loader`'s job.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from grad_reverse import options
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+LIBRARIES_DIR = PACKAGE_DIR / "_libs"
+LIBRARY_NAME = "_grad_reverse_ops.so"
+BUILD_INFO_NAME = "_build_info.json"
+# The releases grad-reverse supports (build_tools/tensorflow_requirement.py
+# holds the same range for the build; tests/test_loader.py checks they agree).
+SUPPORTED = ((2, 15), (2, 21))
+OLDEST, NEWEST = ("%d.%d" % release for release in SUPPORTED)
+BUILD_HINT = (
+    "Build and install it from the grad-reverse source tree with "
+    "`pip install .` (it compiles against the TensorFlow installed in that "
+    "environment)."
+)
+
+
+def _release(version: str) -> Optional[tuple[int, int]]:
+    """(2, 21) for "2.21.0", "2.21.0rc1" or "2.21"; None if it has no minor."""
+    match = re.match(r"\s*(\d+)\.(\d+)", version or "")
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def series(version: str) -> str:
+    """"2.21" for "2.21.0", "2.21.0rc1" or "2.21"; the version itself if it has no minor."""
+    release = _release(version)
+    return "%d.%d" % release if release else str(version)
+
+
+def releases_held(libraries_dir: Path = LIBRARIES_DIR) -> list[str]:
+    """The TensorFlow minor releases this installation holds a library for, oldest first."""
+    found = []
+    if libraries_dir.is_dir():
+        for folder in libraries_dir.iterdir():
+            match = re.fullmatch(r"tf(\d+)\.(\d+)", folder.name)
+            if match and (folder / LIBRARY_NAME).is_file():
+                found.append((int(match.group(1)), int(match.group(2))))
+    return [f"{major}.{minor}" for major, minor in sorted(found)]
+
+
+def library_dir(libraries_dir: Path = LIBRARIES_DIR, running: Optional[str] = None) -> Path:
+    """The folder of the library for the running TensorFlow, or ImportError
+    naming the running release and the ones this installation holds."""
+    running = running or running_tensorflow()
+    folder = libraries_dir / f"tf{series(running)}"
+    if folder.is_dir():
+        return folder
+    held = releases_held(libraries_dir)
+    if not held:
+        raise ImportError(
+            f"grad_reverse: no native op library was found in {libraries_dir}. {BUILD_HINT}"
+        )
+    wanted, release = series(running), _release(running)
+    if release is not None and SUPPORTED[0] <= release <= SUPPORTED[1]:
+        other_way = (", or build grad-reverse from source against this TensorFlow "
+                     "(`pip install --no-deps --force-reinstall .` in the grad-reverse source tree)")
+    else:
+        other_way = f"; TensorFlow {wanted} is outside the supported range"
+    choices = " or ".join(held) if len(held) < 3 else f"{held[0]} to {held[-1]}"
+    raise ImportError(
+        f"grad_reverse: this process runs TensorFlow {running}, but this installation of "
+        f"grad-reverse holds op libraries for TensorFlow {', '.join(held)} only (in "
+        f"{libraries_dir}); grad-reverse supports TensorFlow {OLDEST} to {NEWEST}, and a custom "
+        f"op must be compiled for the TensorFlow minor release it is loaded into. Install "
+        f"TensorFlow {choices} (for example `pip install \"tensorflow-cpu=={held[-1]}.*\"`)"
+        f"{other_way}."
+    )
+
+
+STABLE_DIR_NAME = "stable"
+LIBRARY_VARIABLE = options.LIBRARY_VARIABLE
+AUTO, RELEASE, STABLE = options.AUTO, options.RELEASE, options.STABLE
+LIBRARY_MODES = options.LIBRARY_MODES
+STABLE_COSTS = (
+    "no XLA kernels (XLA-compiled functions run the pure-Python version, which XLA compiles to "
+    "the same HLO) and no CUDA backward kernel (on a GPU the backward runs stock TensorFlow ops, "
+    "with the same results); the CPU kernels and the GPU forward are the same"
+)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The library to load: its folder, its kind (RELEASE or STABLE), why it
+    was chosen (for `python -m grad_reverse info`), and what to warn at
+    import (None when nothing)."""
+
+    directory: Path
+    kind: str
+    reason: str
+    warning: Optional[str] = None
+
+
+def parse_library_mode(value: Optional[str]) -> str:
+    """The mode a value of GRAD_REVERSE_LIBRARY names (unset or empty: auto)."""
+    mode = (value or AUTO).strip().lower()
+    if mode not in LIBRARY_MODES:
+        raise ImportError(
+            f"grad_reverse: {LIBRARY_VARIABLE}={value!r} is not a valid value; accepted values: "
+            f"{AUTO} (the default: this TensorFlow's own library where the installation holds "
+            f"one, else the stable-ABI library), {RELEASE}, {STABLE}."
+        )
+    return mode
+
+
+def choose_library(libraries_dir: Path = LIBRARIES_DIR, running: Optional[str] = None,
+                   mode: Optional[str] = None) -> Choice:
+    """Which library this process loads, or ImportError saying why none can be.
+
+    `running` is the TensorFlow version (None: this process's); `mode` is
+    GRAD_REVERSE_LIBRARY's value (None: `options.library_mode()`)."""
+    running = running or running_tensorflow()
+    mode = parse_library_mode(options.library_mode() if mode is None else mode)
+    stable = libraries_dir / STABLE_DIR_NAME
+    stable_held = has_stable(libraries_dir)
+    release = _release(running)
+    if release is not None and release < SUPPORTED[0]:
+        raise ImportError(
+            f"grad_reverse: this process runs TensorFlow {running}; grad-reverse supports TensorFlow "
+            f"{OLDEST} and newer (tested: {OLDEST} to "
+            f"{NEWEST}). Install a newer TensorFlow (for example "
+            f"`pip install \"tensorflow-cpu=={NEWEST}.*\"`)."
+        )
+    if mode == STABLE:
+        if not stable_held:
+            raise ImportError(
+                f"grad_reverse: {LIBRARY_VARIABLE}={STABLE}, but this installation has no "
+                f"stable-ABI library ({stable / LIBRARY_NAME}). Unset it, or reinstall grad-reverse "
+                f"(its wheel and a source build both hold one)."
+            )
+        return Choice(stable, STABLE, f"chosen by {LIBRARY_VARIABLE}={STABLE}")
+    own = libraries_dir / f"tf{series(running)}"
+    if mode == RELEASE or own.is_dir() or not stable_held:
+        directory = library_dir(libraries_dir, running)
+        why = f"chosen by {LIBRARY_VARIABLE}={RELEASE}" if mode == RELEASE else (
+            f"the C++ library built for TensorFlow {series(running)}, the running release")
+        return Choice(directory, RELEASE, why)
+    held = releases_held(libraries_dir)
+    held_text = f"it holds C++ libraries for TensorFlow {', '.join(held)}" if held else "it holds no C++ library"
+    if release is not None and release > SUPPORTED[1]:
+        reason = (f"TensorFlow {running} is newer than the releases this grad-reverse was built and "
+                  f"tested for ({OLDEST} to {NEWEST})")
+    else:
+        reason = f"this installation has no C++ library for TensorFlow {series(running)} ({held_text})"
+    warning = (
+        f"grad_reverse: {reason}: using its stable-ABI library (TensorFlow's C API, one build for "
+        f"every release). What that costs: {STABLE_COSTS}. `python -m grad_reverse info` says what "
+        f"runs where; set {LIBRARY_VARIABLE}={STABLE} to choose it explicitly and silence this warning."
+    )
+    return Choice(stable, STABLE, reason, warning)
+
+
+def has_stable(libraries_dir: Path = LIBRARIES_DIR) -> bool:
+    """Whether this installation holds the stable-ABI library."""
+    return (libraries_dir / STABLE_DIR_NAME / LIBRARY_NAME).is_file()
+
+
+_chosen: Optional[Choice] = None
+
+
+def chosen() -> Choice:
+    """The choice for this process, made once (GRAD_REVERSE_LIBRARY is read
+    once: a loaded library stays loaded)."""
+    global _chosen
+    if _chosen is None:
+        _chosen = choose_library()
+    return _chosen
+
+
+def library_path(libraries_dir: Path = LIBRARIES_DIR) -> Path:
+    """The op library this process loads (or would load)."""
+    if libraries_dir == LIBRARIES_DIR:
+        return chosen().directory / LIBRARY_NAME
+    return choose_library(libraries_dir).directory / LIBRARY_NAME
+
+
+def running_tensorflow() -> str:
+    """The version of the TensorFlow this process runs."""
+    import tensorflow as tf
+
+    return tf.__version__
