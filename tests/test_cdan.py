@@ -10,7 +10,7 @@ import pytest
 
 from dann_models import points
 from grad_reverse._keras import keras
-from grad_reverse.dann import CDAN
+from grad_reverse.adaptation import CDAN
 
 FEATURES = 3
 

@@ -184,3 +184,20 @@ def test_progress_spans_0_to_1_over_the_fit_and_stays_at_1_past_its_end():
     schedule.on_train_begin()
     schedule.on_epoch_begin(0)
     assert [schedule.progress(batch) for batch in (0, 1, 2, 5)] == [0.0, 1.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize("variable, named", [(1.0, "float 1.0"), (tf.Variable(0), "int32"), (None, "NoneType None")])
+def test_schedule_refuses_what_it_cannot_assign_at_construction_naming_it_and_what_is_accepted(variable, named):
+    with pytest.raises(TypeError, match="variable must be a scalar float tf.Variable or keras.Variable") as error:
+        DANNLambdaSchedule(variable)
+    assert named in str(error.value)
+
+
+def test_schedule_refuses_a_variable_of_several_values():
+    with pytest.raises(ValueError, match=r"must be a scalar \(one lambda\), got shape \(2,\)"):
+        DANNLambdaSchedule(tf.Variable([0.0, 0.0]))
+
+
+def test_schedule_takes_a_keras_variable():
+    variable = keras.Variable(0.0) if hasattr(keras, "Variable") else tf.Variable(0.0)
+    assert DANNLambdaSchedule(variable).variable is variable
