@@ -40,7 +40,7 @@ from typing import Any
 import tensorflow as tf
 
 from grad_reverse._keras import keras
-from grad_reverse.dann import DANN
+from grad_reverse.adaptation import DANN
 from grad_reverse.demo.data import MoonsDomains
 from grad_reverse.demo.models import build_dann, build_source_only
 from grad_reverse.demo.progress import fit_progress
