@@ -119,9 +119,8 @@ class DomainHeadModel(AdversarialModel):
             probabilities); needed when it cannot be told.
           domain_loss_reduction: `"sum_over_domains"` (the paper's: the mean
             domain loss over the source points plus the mean over the target
-            points) or `"mean_over_batch"` (one mean over the batch's points,
-            as versions before this option trained; half the paper's term
-            with half/half batches).
+            points) or `"mean_over_batch"` (one mean over the batch's points;
+            half the paper's term with half/half batches).
           part_optimizers: `{"feature_extractor": ..., "domain_head": ...}`
             (either or both): the part's own optimizer, or a number: the
             model's optimizer at that multiple of its learning rate (see
