@@ -6,7 +6,7 @@ import numpy as np
 import tensorflow as tf
 
 from grad_reverse._keras import keras
-from grad_reverse.dann import CDAN, DANN, MDD
+from grad_reverse.adaptation import CDAN, DANN, MDD
 
 
 def parts(seed: int = 0, features: int = 2, hidden: int = 8, domain_activation: str = "sigmoid",

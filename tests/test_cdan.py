@@ -10,7 +10,7 @@ import pytest
 
 from dann_models import points
 from grad_reverse._keras import keras
-from grad_reverse.dann import CDAN
+from grad_reverse.adaptation import CDAN
 
 FEATURES = 3
 
@@ -168,3 +168,36 @@ def test_source_and_target_of_different_shapes_are_refused():
     x_source, y_source, _ = points()
     with pytest.raises(ValueError, match=r"source and target points must have the same shape"):
         model.fit(x_source, y_source.astype("int32"), target=np.zeros((16, 3), "float32"), verbose=0)
+
+
+def test_one_cdan_step_with_its_objective_reads_three_files_of_the_adaptation_package():
+    # The layout's promise (docs/methods.md): the method file, the shared model base and one
+    # shared module; lambda's value and the op come from grad_reverse.schedule and .ops.
+    import os
+    import sys
+
+    import tensorflow as tf
+
+    import grad_reverse
+
+    model = CDAN(*parts(3), entropy_conditioning=True)
+    model.compile(keras.optimizers.SGD(0.1), "sparse_categorical_crossentropy", run_eagerly=True)
+    x_source, _, x_target = points()
+    y_source = np.arange(len(x_source)) % 3
+    model.fit(x_source, y_source, target=x_target, batch_size=8, steps_per_epoch=1, verbose=0)
+    package = os.path.dirname(grad_reverse.__file__)
+    called = set()
+
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code.co_filename.startswith(package):
+            called.add(os.path.relpath(frame.f_code.co_filename, package).replace(os.sep, "/"))
+
+    batch = tf.nest.map_structure(tf.convert_to_tensor, ((x_source[:4], x_target[:4]), y_source[:4]))
+    sys.setprofile(profile)
+    try:
+        model.train_step(batch)
+    finally:
+        sys.setprofile(None)
+    assert {f for f in called if f.startswith("adaptation/")} == {
+        "adaptation/cdan.py", "adaptation/domain_head.py", "adaptation/model.py"}, sorted(called)
+    assert "schedule.py" in called and "ops.py" in called, sorted(called)

@@ -15,7 +15,7 @@ import numpy as np
 import tensorflow as tf
 
 from grad_reverse._keras import keras
-from grad_reverse.dann import CDAN, MDD
+from grad_reverse.adaptation import CDAN, MDD
 from test_distribute import RESULT_MARKER, as_arrays, as_lists, assert_weights_close, max_abs_difference
 from test_distribute import run_scenario
 

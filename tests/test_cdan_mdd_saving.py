@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from grad_reverse._keras import keras
-from grad_reverse.dann import CDAN, MDD
+from grad_reverse.adaptation import CDAN, MDD
 from grad_reverse.serving import check_serving, export_serving
 from test_demo import graph_op_types
 

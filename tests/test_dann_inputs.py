@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from dann_models import dann, domains, parts
 from grad_reverse._keras import keras
-from grad_reverse.dann import DANN, paired_dataset
+from grad_reverse.adaptation import CDAN, DANN, MDD, paired_dataset
 
 
 @pytest.fixture
@@ -115,3 +115,54 @@ def test_paired_batches_hold_source_and_target_points_half_and_half():
     np.testing.assert_array_equal(xt, x_target[:4])
     (xs, xt), _ = next(iter(paired_dataset((x_source, y_source), x_target, 8, source_fraction=0.75)))
     assert (len(xs), len(xt)) == (6, 2)
+
+
+def _cdan():
+    feature_extractor, label_head, domain_head = parts()
+    return CDAN(feature_extractor, label_head, keras.Sequential([keras.layers.Dense(1, activation="sigmoid")]))
+
+
+def _mdd():
+    feature_extractor, label_head, _ = parts()
+    return MDD(feature_extractor, label_head)
+
+
+@pytest.mark.parametrize("make, name", [(dann, "DANN"), (_cdan, "CDAN"), (_mdd, "MDD")])
+def test_every_input_error_names_the_method_being_trained(make, name):
+    model = make()
+    model.compile(keras.optimizers.SGD(0.1), "binary_crossentropy")
+    x_source, y_source, x_target = domains()
+    wide = np.concatenate([x_target, x_target], axis=1)
+    source = tf.data.Dataset.from_tensor_slices((x_source, y_source))
+    refused = [
+        ((x_source, y_source), {"target": (x_target, x_target)}),  # labeled target
+        ((x_source,), {"target": x_target}),  # unlabeled source
+        ((tf.data.Dataset.from_tensor_slices(x_source),), {"target": x_target, "steps_per_epoch": 2}),
+        ((x_source, y_source[:-1]), {"target": x_target}),  # lengths differ
+        ((x_source[:0], y_source[:0]), {"target": x_target}),  # empty source
+        ((x_source, y_source), {"target": x_target[:0]}),  # empty target
+        ((x_source, y_source), {"target": wide}),  # shapes differ
+        ((x_source, y_source), {}),  # no target
+        ((source.batch(8),), {}),  # not paired batches
+    ]
+    for args, kwargs in refused:
+        with pytest.raises(ValueError) as error:
+            model.fit(*args, verbose=0, **kwargs)
+        assert str(error.value).startswith(name), (args, kwargs, str(error.value))
+        assert ("DANN" in str(error.value)) == (name == "DANN"), str(error.value)
+
+
+@pytest.mark.parametrize("make, name", [(dann, "DANN"), (_cdan, "CDAN")])
+def test_a_domain_loss_that_reduces_the_batch_is_refused_naming_the_method(make, name):
+    model = make()
+    model.compile(keras.optimizers.SGD(0.1), "binary_crossentropy",
+                  domain_loss=lambda y_true, y_pred: tf.reduce_mean(y_pred))
+    x_source, y_source, x_target = domains()
+    with pytest.raises(ValueError, match=f"^{name}: the domain loss must return one loss per point"):
+        model.fit(x_source, y_source, target=x_target, verbose=0, steps_per_epoch=1)
+
+
+def test_paired_dataset_called_directly_names_itself():
+    x_source, y_source, _ = domains()
+    with pytest.raises(ValueError, match="^paired_dataset needs unlabeled target-domain data"):
+        paired_dataset((x_source, y_source), None)

@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from dann_models import RecordW, compile_reversal, dann, domains, reversal_dann
 from grad_reverse._keras import keras
-from grad_reverse.dann import DANN
+from grad_reverse.adaptation import DANN
 
 REDUCTIONS = ("sum_over_domains", "mean_over_batch")
 

@@ -9,7 +9,7 @@ import pytest
 
 from dann_models import dann, domains
 from grad_reverse._keras import keras
-from grad_reverse.dann import DANN, DANNLearningRateSchedule, ScaledLearningRate
+from grad_reverse.adaptation import DANN, DANNLearningRateSchedule, ScaledLearningRate
 
 
 def weights(layer) -> list:

@@ -282,6 +282,29 @@ def test_demo_command_exit_status_says_whether_dann_won_and_the_export_serves(mo
     assert ("DANN's mean target accuracy is not above" in capsys.readouterr().err) == (serving_check == 0 and status == 1)
 
 
+@pytest.mark.parametrize("problem, methods, gain", [("moons", None, 0.2), ("moons", None, -0.1),
+                                                    ("blobs", ["dann"], 0.0)])
+def test_the_demo_commands_last_line_is_the_output_folders_absolute_path(monkeypatch, capsys, tmp_path, problem,
+                                                                        methods, gain):
+    out = str(tmp_path / "out")
+
+    def fake_run(out_dir, *args, **kwargs):
+        print("the report", flush=True)
+        return {"serving_check": 0, "out_dir": os.path.abspath(out_dir),
+                "mean_target": {"dann": 0.7 + gain, "source_only": 0.7, "cdan": 0.7}}
+
+    from grad_reverse.demo import methods_experiment
+
+    monkeypatch.setattr(experiment, "run", fake_run)
+    monkeypatch.setattr(methods_experiment, "run_methods", fake_run)
+    monkeypatch.chdir(tmp_path)
+    args = argparse.Namespace(out="out", seeds=[0], steps=10, quiet=False, problem=problem, methods=methods)
+    cli._run(args)
+    assert capsys.readouterr().out.splitlines()[-1] == out
+    cli._run(argparse.Namespace(**dict(vars(args), quiet=True)))
+    assert capsys.readouterr().out == "the report\n"  # --quiet adds nothing
+
+
 # --- reproducibility -------------------------------------------------------------
 
 # Few steps keep this quick; the training path is the demo's own.
@@ -371,7 +394,11 @@ def test_the_demo_command_says_it_is_loading_tensorflow_first_and_counts_that_ti
         capture_output=True, text=True, timeout=600)
     lines = result.stdout.splitlines()
     assert lines[0] == LOADING_NOTE, result.stdout[:500]
-    assert re.fullmatch(r"Done in \d+ s, after \d+ s loading TensorFlow\.", lines[-1]), lines[-1]
+    done = [line for line in lines if line.startswith("Done in")]
+    assert len(done) == 1, result.stdout
+    assert re.fullmatch(r"Done in \d+ s, after \d+ s loading TensorFlow\. Written to the folder on the last line:",
+                        done[0]), done[0]
+    assert lines[-1] == str(tmp_path / "out"), lines[-1]
 
 
 # --- progress output ---------------------------------------------------------------

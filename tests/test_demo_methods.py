@@ -1,7 +1,6 @@
 """`python -m grad_reverse demo --problem/--methods`: the comparison of
-methods (demo.comparison): its options, exit status, a short run's table,
-results, pictures and export, the pictures' content, and the old
-`demo.compare` command as an alias."""
+methods (demo.methods_experiment): its options, exit status, a short run's table,
+results, pictures and export, and the pictures' content."""
 
 import argparse
 import contextlib
@@ -15,7 +14,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from grad_reverse.demo import DEFAULT_STEPS, cli, compare, comparison, plot, plot_accuracy
+from grad_reverse.demo import DEFAULT_STEPS, cli, method_runs, methods_experiment, plot, plot_accuracy
 from grad_reverse.demo.models import predicted_class
 from grad_reverse.demo.problems import PROBLEMS
 
@@ -36,7 +35,7 @@ def test_cli_parses_problem_methods_and_seeds_in_either_form():
     args = demo_parser().parse_args(["demo", "--problem", "blobs", "--methods", "dann", "mdd",
                                      "--seed", "0", "1", "--seed", "4", "--steps", "5"])
     assert (args.problem, args.methods, args.seeds, args.steps) == ("blobs", ["dann", "mdd"], [0, 1, 4], 5)
-    assert not cli.is_moons_demo(args) and cli.default_steps(args) == compare.STEPS
+    assert not cli.is_moons_demo(args) and cli.default_steps(args) == method_runs.STEPS
 
 
 def test_no_options_is_the_moons_demo_and_methods_make_it_a_comparison():
@@ -100,12 +99,12 @@ def test_comparison_exit_status(monkeypatch, capsys, mean, serving_check, steps,
         asked.update(problem=problem, methods=methods, seeds=seeds, steps=steps)
         return {"serving_check": serving_check, "mean_target": mean}
 
-    monkeypatch.setattr(comparison, "run_methods", fake_run_methods)
+    monkeypatch.setattr(methods_experiment, "run_methods", fake_run_methods)
     argv = ["demo", "--problem", "blobs", "--quiet"] + (["--steps", str(steps)] if steps else [])
     assert cli._run(demo_parser().parse_args(argv)) == status
     # Without --methods on blobs: all methods; seeds and steps: the defaults.
-    assert asked == {"problem": "blobs", "methods": list(compare.METHODS), "seeds": [0, 1, 2],
-                     "steps": steps or compare.STEPS}
+    assert asked == {"problem": "blobs", "methods": list(method_runs.METHODS), "seeds": [0, 1, 2],
+                     "steps": steps or method_runs.STEPS}
     err = capsys.readouterr().err
     if message is None:
         assert "FAIL" not in err, err
@@ -166,8 +165,8 @@ def test_a_short_run_exports_its_first_adaptation_method_and_the_export_serves_i
 
 
 def test_the_export_is_the_first_adaptation_method_or_else_the_first():
-    assert comparison.export_method(["source_only", "mdd", "dann"]) == "mdd"
-    assert comparison.export_method(["source_only"]) == "source_only"
+    assert methods_experiment.export_method(["source_only", "mdd", "dann"]) == "mdd"
+    assert methods_experiment.export_method(["source_only"]) == "source_only"
 
 
 # --- the pictures ------------------------------------------------------------------------
@@ -177,7 +176,7 @@ def test_the_export_is_the_first_adaptation_method_or_else_the_first():
 @pytest.mark.filterwarnings("ignore:`build\\(\\)` was called on layer")  # Keras: an untrained model's first call
 def test_boundaries_of_five_methods_on_three_classes_ring_the_misclassified_target_points():
     problem = PROBLEMS["blobs"](0)
-    model = compare.build("cdan", problem, 0)  # untrained: it gets many target points wrong
+    model = method_runs.build("cdan", problem, 0)  # untrained: it gets many target points wrong
     missed = int(np.sum(predicted_class(model, problem.x_target) != problem.y_target))
     fig = plot.decision_boundary_figure(problem, [(str(i), model) for i in range(5)], title="blobs",
                                         mark_misclassified=True)
@@ -213,20 +212,3 @@ def test_without_matplotlib_the_pictures_are_skipped_not_a_crash(monkeypatch, tm
     assert plot_accuracy.plot_target_accuracy(path, {"accuracy": {}}) is None
     assert plot.plot_decision_boundaries(path, PROBLEMS["blobs"](0), []) is None
     assert not os.path.exists(path)
-
-
-# --- the old command ----------------------------------------------------------------------
-
-
-def test_the_compare_command_is_an_alias_of_demo_with_its_old_options(monkeypatch):
-    import grad_reverse.__main__ as main_module
-
-    called = []
-    monkeypatch.setattr(main_module, "main", lambda argv: called.append(argv) or 0)
-    assert compare.main(["--problem", "moons", "--methods", "dann", "mdd", "--seeds", "2", "--steps", "7",
-                         "--out", "here", "--quiet"]) == 0
-    assert called == [["demo", "--problem", "moons", "--methods", "dann", "mdd",
-                       "--seed", "0", "1", "--steps", "7", "--out", "here", "--quiet"]]
-    compare.main([])
-    assert called[1] == ["demo", "--problem", "blobs", "--methods", *compare.METHODS,
-                         "--seed", "0", "1", "2"]

@@ -10,7 +10,7 @@ import pytest
 
 from dann_models import points
 from grad_reverse._keras import keras
-from grad_reverse.dann import MDD
+from grad_reverse.adaptation import MDD
 
 FEATURES = 3
 

@@ -184,3 +184,34 @@ def test_progress_spans_0_to_1_over_the_fit_and_stays_at_1_past_its_end():
     schedule.on_train_begin()
     schedule.on_epoch_begin(0)
     assert [schedule.progress(batch) for batch in (0, 1, 2, 5)] == [0.0, 1.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize("variable, named", [(1.0, "float 1.0"), (tf.Variable(0), "int32"), (None, "NoneType None")])
+def test_schedule_refuses_what_it_cannot_assign_at_construction_naming_it_and_what_is_accepted(variable, named):
+    with pytest.raises(TypeError, match="variable must be a scalar float tf.Variable or keras.Variable") as error:
+        DANNLambdaSchedule(variable)
+    assert named in str(error.value)
+
+
+def test_schedule_refuses_a_variable_of_several_values():
+    with pytest.raises(ValueError, match=r"must be a scalar \(one lambda\), got shape \(2,\)"):
+        DANNLambdaSchedule(tf.Variable([0.0, 0.0]))
+
+
+def test_schedule_takes_a_keras_variable():
+    variable = keras.Variable(0.0) if hasattr(keras, "Variable") else tf.Variable(0.0)
+    assert DANNLambdaSchedule(variable).variable is variable
+
+
+def test_the_in_step_schedules_are_the_one_ramp_the_callback_uses():
+    from grad_reverse.schedule import lambda_at_step, ramp, scheduled_lambda, warm_start_lambda
+
+    for step in (0, 1, 5, 9, 12):  # 12: past the fit's end, clipped
+        expected = dann_lambda(step / 9, gamma=3.0, lambda_max=2.0)
+        assert float(lambda_at_step(tf.constant(step), tf.constant(10), 3.0, 2.0)) == pytest.approx(expected, rel=1e-6)
+        assert float(scheduled_lambda("paper", step, 10, 3.0, 2.0)) == pytest.approx(expected, rel=1e-6)
+    for step in (0, 500, 1000, 3000):  # the warm start keeps rising past its steps
+        expected = ramp(step / 1000, 1.0, 0.1)
+        assert float(warm_start_lambda(tf.constant(step), 1000, 1.0, 0.1)) == pytest.approx(expected, rel=1e-6)
+        assert float(scheduled_lambda("warm_start", step, 10, 1.0, 0.1)) == pytest.approx(expected, rel=1e-6)
+    assert float(scheduled_lambda("constant", 3, 10, 3.0, 2.0)) == 2.0

@@ -20,7 +20,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 
-from grad_reverse.dann.objective import DOMAIN_LOSS_REDUCTIONS, SUM_OVER_DOMAINS  # noqa: E402
+from grad_reverse.adaptation.domain_head import DOMAIN_LOSS_REDUCTIONS, SUM_OVER_DOMAINS  # noqa: E402
 from grad_reverse.demo import DEFAULT_STEPS  # noqa: E402
 from grad_reverse.demo.data import make_domains  # noqa: E402
 from grad_reverse.demo.models import accuracy  # noqa: E402

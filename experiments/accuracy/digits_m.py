@@ -33,8 +33,8 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from grad_reverse._keras import keras  # noqa: E402
-from grad_reverse.dann import CDAN, DANN, MDD  # noqa: E402
-from grad_reverse.dann.schedules import DANNLearningRateSchedule  # noqa: E402
+from grad_reverse.adaptation import CDAN, DANN, MDD  # noqa: E402
+from grad_reverse.adaptation import DANNLearningRateSchedule  # noqa: E402
 
 METHODS = ("source_only", "dann", "cdan", "cdan_e", "mdd", "target_trained")
 BATCH = 128  # source + target; the ceiling trains on 64 target points per step

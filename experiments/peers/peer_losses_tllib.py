@@ -47,8 +47,8 @@ def ours(folder: str) -> dict:
 
     import grad_reverse  # noqa: F401  (loads the op)
     from grad_reverse._keras import keras
-    from grad_reverse.dann import CDAN, MDD
-    from grad_reverse.dann.cdan import random_matrices
+    from grad_reverse.adaptation import CDAN, MDD
+    from grad_reverse.adaptation.cdan import random_matrices
 
     rng = np.random.default_rng(0)
     x_source = rng.standard_normal((N, 3)).astype("float32")

@@ -18,7 +18,7 @@ method:
   4096 switch, so CDAN's default uses it (the randomized row is what its
   1024-value map costs instead). Synthetic points: the data do not change
   the step's arithmetic.
-* `moons`: the moons demo's small case (`grad_reverse.demo.compare`'s
+* `moons`: the moons demo's small case (`grad_reverse.demo.method_runs`'
   networks: 15 sigmoid features, one sigmoid unit as a binary head, domain
   head Dense 16, 1; 150 source + 150 target points, Adam with EMA weights).
 
@@ -45,7 +45,7 @@ import tensorflow as tf  # noqa: E402
 
 from dann_step_time import StepTimer  # noqa: E402
 from grad_reverse._keras import keras  # noqa: E402
-from grad_reverse.dann import CDAN, DANN, MDD  # noqa: E402
+from grad_reverse.adaptation import CDAN, DANN, MDD  # noqa: E402
 from grad_reverse.demo.data import make_domains  # noqa: E402
 from grad_reverse.demo.training import BATCH_PER_DOMAIN, _optimizer  # noqa: E402
 

@@ -46,7 +46,7 @@ def _load() -> None:
         from grad_reverse.layer import GradReverse
         from grad_reverse.ops import BUILD_INFO, SUPPORTED_DTYPES, grad_reverse
         from grad_reverse.schedule import DANNLambdaSchedule, dann_lambda
-        from grad_reverse.dann import CDAN, DANN, MDD, DANNLearningRateSchedule
+        from grad_reverse.adaptation import CDAN, DANN, MDD, DANNLearningRateSchedule
 
         # Last: it builds on the others.
         from grad_reverse import serving

@@ -1,10 +1,21 @@
-"""`DANNLambdaSchedule`: the adaptation-factor schedule of Ganin et al. (JMLR 2016)
-as a Keras callback that assigns a lambda variable before every training batch."""
+"""The gradient reversal factor lambda over training: one ramp, three uses.
+
+`ramp` is the adaptation-factor curve of Ganin et al. (JMLR 2016),
+`lambda_max * (2 / (1 + exp(-gamma * p)) - 1)`; the others build on it:
+
+* `dann_lambda`: the ramp as a Python float, its arguments checked;
+* `DANNLambdaSchedule`: a Keras callback that assigns a lambda variable
+  before every training batch (for `GradReverse(lambda_=variable)`);
+* `lambda_at_step`, `warm_start_lambda`, `scheduled_lambda`: the ramp as a
+  float32 tensor inside a training step (`grad_reverse.DANN`, `CDAN`, `MDD`),
+  from a step counter, so it is exact per step under `steps_per_execution > 1`
+  and XLA; `ScheduleState` holds that counter.
+"""
 
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 import numpy as np
 import tensorflow as tf
@@ -15,6 +26,15 @@ _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 # keras.Variable exists in Keras 3 only; Keras 2 layers hold tf.Variables.
 VariableLike = Union[tf.Variable, getattr(keras, "Variable", tf.Variable)]
+
+
+def ramp(progress: Any, gamma: float, lambda_max: float, exp: Callable[[Any], Any] = math.exp) -> Any:
+    """`lambda_max * (2 / (1 + exp(-gamma * progress)) - 1)`: 0 at progress 0, rising towards `lambda_max`.
+
+    `exp` is `math.exp` for a Python float, `tf.exp` for a tensor; callers
+    clip `progress` (or not: the warm start keeps rising past 1).
+    """
+    return lambda_max * (2.0 / (1.0 + exp(-gamma * progress)) - 1.0)
 
 
 def dann_lambda(progress: float, gamma: float = 10.0, lambda_max: float = 1.0) -> float:
@@ -33,8 +53,21 @@ def dann_lambda(progress: float, gamma: float = 10.0, lambda_max: float = 1.0) -
     _check_ramp(gamma, lambda_max)
     if not math.isfinite(progress):
         raise ValueError(f"progress must be finite, got {progress}")
-    p = min(max(float(progress), 0.0), 1.0)
-    return lambda_max * (2.0 / (1.0 + math.exp(-gamma * p)) - 1.0)
+    return ramp(min(max(float(progress), 0.0), 1.0), gamma, lambda_max)
+
+
+def _check_variable(variable: Any) -> Any:
+    """`variable` if the callback can assign it before every batch (checked here, not at the first `fit`)."""
+    dtype = getattr(variable, "dtype", None)
+    shape = getattr(variable, "shape", None)
+    if not callable(getattr(variable, "assign", None)) or not tf.as_dtype(dtype or tf.string).is_floating:
+        raise TypeError(
+            f"DANNLambdaSchedule: variable must be a scalar float tf.Variable or keras.Variable (the one "
+            f"passed to GradReverse(lambda_=variable)), got {type(variable).__name__} {variable!r}; e.g. "
+            "lambda_ = tf.Variable(0.0); GradReverse(lambda_=lambda_); DANNLambdaSchedule(lambda_)")
+    if shape is not None and tf.TensorShape(shape).rank not in (0, None):
+        raise ValueError(f"DANNLambdaSchedule: variable must be a scalar (one lambda), got shape {shape}")
+    return variable
 
 
 def _check_ramp(gamma: float, lambda_max: float) -> None:
@@ -44,6 +77,65 @@ def _check_ramp(gamma: float, lambda_max: float) -> None:
         raise ValueError(f"gamma must be a finite number >= 0, got {gamma}")
     if not abs(lambda_max) <= _FLOAT32_MAX:  # False for NaN too
         raise ValueError(f"lambda_max must be finite in float32, got {lambda_max}")
+
+
+# "paper": the ramp over each fit's progress; "constant": lambda_max throughout;
+# "warm_start": Transfer-Learning-Library's WarmStartGradientReverseLayer,
+# the same curve over a fixed number of steps, not clipped (MDD's default).
+LAMBDA_SCHEDULES = ("paper", "constant", "warm_start")
+DEFAULT_WARM_START_STEPS = 1000
+
+
+def lambda_at_step(step: tf.Tensor, total_steps: tf.Tensor, gamma: float, lambda_max: float) -> tf.Tensor:
+    """`dann_lambda(step / (total_steps - 1), gamma, lambda_max)` as a float32 tensor.
+
+    The same progress as `DANNLambdaSchedule`: the first step of a fit trains
+    with 0, its last with ~`lambda_max`; progress is clipped to [0, 1].
+    """
+    denominator = tf.maximum(tf.cast(total_steps, tf.float32) - 1.0, 1.0)
+    progress = tf.clip_by_value(tf.cast(step, tf.float32) / denominator, 0.0, 1.0)
+    return ramp(progress, gamma, lambda_max, tf.exp)
+
+
+def warm_start_lambda(step: tf.Tensor, warm_start_steps: int, gamma: float, lambda_max: float) -> tf.Tensor:
+    """The ramp at progress `step / warm_start_steps`, not clipped: TLlib's warm start
+    (alpha = gamma, hi = lambda_max, max_iters = warm_start_steps); it keeps rising towards
+    lambda_max after `warm_start_steps`, whatever the fit's length."""
+    return ramp(tf.cast(step, tf.float32) / float(warm_start_steps), gamma, lambda_max, tf.exp)
+
+
+def scheduled_lambda(schedule: str, step: tf.Tensor, total_steps: tf.Tensor, gamma: float, lambda_max: float,
+                     warm_start_steps: Optional[int] = None) -> tf.Tensor:
+    """Lambda of the step `step` (of `total_steps` in this fit) under `schedule` (float32 tensor)."""
+    if schedule == "constant":
+        return tf.constant(lambda_max, tf.float32)
+    if schedule == "warm_start":
+        return warm_start_lambda(step, warm_start_steps or DEFAULT_WARM_START_STEPS, gamma, lambda_max)
+    return lambda_at_step(step, total_steps, gamma, lambda_max)
+
+
+def check_schedule(method: str, lambda_schedule: str, warm_start_steps: Optional[int]) -> tuple:
+    """`(lambda_schedule, warm_start_steps)` checked for a model's constructor; ValueError naming `method`."""
+    if lambda_schedule not in LAMBDA_SCHEDULES:
+        raise ValueError(f"{method}: lambda_schedule must be one of {LAMBDA_SCHEDULES}, got {lambda_schedule!r}")
+    if warm_start_steps is not None and (isinstance(warm_start_steps, bool) or int(warm_start_steps) < 1):
+        raise ValueError(f"{method}: warm_start_steps must be an integer >= 1, got {warm_start_steps!r}")
+    return lambda_schedule, None if warm_start_steps is None else int(warm_start_steps)
+
+
+class ScheduleState:
+    """A model's position on its ramp: the global step, and the ramp's length in steps.
+
+    A plain holder, so Keras tracks neither variable: they are not weights
+    of the model (not saved, not in `get_weights()`), and `fit` sets them.
+    """
+
+    def __init__(self) -> None:
+        # ONLY_FIRST_REPLICA: every replica runs the step; the counter moves once.
+        self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="dann_step",
+                                aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+        self.total_steps = tf.Variable(1, dtype=tf.int64, trainable=False, name="dann_total_steps",
+                                       aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
 
 
 class DANNLambdaSchedule(keras.callbacks.Callback):
@@ -89,7 +181,7 @@ class DANNLambdaSchedule(keras.callbacks.Callback):
         if total_steps is not None and total_steps < 1:
             raise ValueError(f"total_steps must be at least 1, got {total_steps}")
         _check_ramp(float(gamma), float(lambda_max))
-        self.variable = variable
+        self.variable = _check_variable(variable)
         self.gamma = float(gamma)
         self.lambda_max = float(lambda_max)
         self.total_steps = total_steps

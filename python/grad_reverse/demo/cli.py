@@ -4,7 +4,7 @@ until the command runs, so `demo --help` answers at once.
 Two paths: without `--methods` on the moons (the default), the moons demo
 (`demo.experiment`: source-only and DANN, the paper's networks, the numbers
 docs/demo.md documents); with `--methods`, or another problem, a comparison
-of the chosen methods (`demo.comparison`, the models of `demo.compare`)."""
+of the chosen methods (`demo.methods_experiment`, the models of `demo.method_runs`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 from grad_reverse.demo import DEFAULT_OUT, DEFAULT_SEEDS, DEFAULT_STEPS
-from grad_reverse.demo.compare import METHODS, STEPS
+from grad_reverse.demo.method_runs import METHODS, STEPS
 from grad_reverse.demo.problems import CLAIMS, PROBLEMS
 
 HELP = "DANN on the inter-twinning moons, or methods compared: accuracies, plots, SavedModel export + serving check"
@@ -52,6 +52,16 @@ def _few_steps(steps: int, default: int) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
+    """Runs the demo; its last line on stdout (unless `--quiet`) is the output folder's absolute path,
+    so a script can take it with `tail -n 1`."""
+    result, status = _run_and_judge(args)
+    if not args.quiet:
+        print(result["out_dir"], flush=True)
+    return status
+
+
+def _run_and_judge(args: argparse.Namespace) -> tuple:
+    """`(result, exit status)`: the serving check's status if it failed, else whether the claims held."""
     steps = args.steps or default_steps(args)
     seeds = args.seeds or list(DEFAULT_SEEDS)
     loading = getattr(args, "loading_seconds", None)
@@ -60,17 +70,17 @@ def _run(args: argparse.Namespace) -> int:
 
         result = run(args.out, seeds=seeds, steps=steps, quiet=args.quiet, loading_seconds=loading)
     else:
-        from grad_reverse.demo.comparison import run_methods
+        from grad_reverse.demo.methods_experiment import run_methods
 
         methods = list(dict.fromkeys(args.methods or METHODS))  # once each, in the order asked
         result = run_methods(args.out, args.problem, methods, seeds, steps, quiet=args.quiet,
                              loading_seconds=loading)
     if result["serving_check"] != 0:
-        return result["serving_check"]
+        return result, result["serving_check"]
     mean = result["mean_target"]
     failed = failed_claims(args.problem, mean)
     if not failed:
-        return 0
+        return result, 0
     few = _few_steps(steps, default_steps(args))
     if is_moons_demo(args):
         # With the default steps, DANN not beating the plain network means the
@@ -81,7 +91,7 @@ def _run(args: argparse.Namespace) -> int:
         gaps = "; ".join(f"{better} {mean[better]:.3f} not above {worse} {mean[worse]:.3f}"
                          for better, worse in failed)
         print(f"demo: FAIL: mean target accuracy on {args.problem}: {gaps}{few}", file=sys.stderr)
-    return 1
+    return result, 1
 
 
 def add_cli(subparsers: Any) -> None:

@@ -12,7 +12,7 @@ import numpy as np
 
 from grad_reverse.demo import DEFAULT_OUT, DEFAULT_SEEDS, DEFAULT_STEPS
 from grad_reverse.demo.data import MOON_NOISE, POINTS_PER_MOON, ROTATION_DEGREES, make_domains
-from grad_reverse.demo.export import export_and_check
+from grad_reverse.demo.export_and_check import export_and_check
 from grad_reverse.demo.models import HIDDEN_UNITS, accuracy
 from grad_reverse.demo.plot import PLOT_NAME, plot_decision_boundaries
 from grad_reverse.demo.training import (
@@ -155,22 +155,22 @@ def run(
     with open(results_path, "w") as f:
         json.dump(result, f, indent=2)
 
-    say_written(say, out_dir, [PLOT_NAME if plot else "(no plot: matplotlib is not installed)"], EXPORT_NAME,
+    say_written(say, [PLOT_NAME if plot else "(no plot: matplotlib is not installed)"], EXPORT_NAME,
                 serving_check, result["seconds"], loading_seconds)
     return result
 
 
-def say_written(say: Callable[..., None], out_dir: str, pictures: Sequence[str], export_name: str,
+def say_written(say: Callable[..., None], pictures: Sequence[str], export_name: str,
                 serving_check: int, seconds: float, loading_seconds: Optional[float]) -> None:
-    """The report's last lines (both demo paths): what went where, how long it took."""
+    """The report's last lines (both demo paths): how long it took, what it wrote. The command
+    then prints the output folder's path (`cli`), after any claim that failed."""
     check = "OK" if serving_check == 0 else f"FAILED, exit code {serving_check}"
-    say(f"\nWritten to {out_dir}{os.sep}")
+    loading = f", after {loading_seconds:.0f} s loading TensorFlow" if loading_seconds else ""
+    say(f"\nDone in {seconds:.0f} s{loading}. Written to the folder on the last line:")
     for picture in pictures:
         say(f"  {picture}")
     say(f"  {export_name}{os.sep}  (serving check: {check})")
     say(f"  {RESULTS_NAME}")
-    loading = f", after {loading_seconds:.0f} s loading TensorFlow" if loading_seconds else ""
-    say(f"Done in {seconds:.0f} s{loading}.")
 
 
 def print_now(*args: Any) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from grad_reverse._keras import keras
-from grad_reverse.dann import DANN
+from grad_reverse.adaptation import DANN
 
 HIDDEN_UNITS = 15
 
@@ -66,7 +66,7 @@ def class_scores(model: keras.Model, x: np.ndarray) -> np.ndarray:
 
 def predicted_class(model: keras.Model, x: np.ndarray) -> np.ndarray:
     """The class each point is given: P > 0.5 for one sigmoid unit (the moons'
-    heads), the largest probability for a softmax head (`demo.compare`'s blobs)."""
+    heads), the largest probability for a softmax head (`demo.method_runs`' blobs)."""
     return class_scores(model, x).argmax(1)  # (1 - P, P): class 1 exactly when P > 0.5
 
 

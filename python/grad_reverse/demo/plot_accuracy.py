@@ -26,7 +26,7 @@ def plot_target_accuracy(path: str, result: dict) -> Optional[str]:
 
 
 def target_accuracy_figure(result: dict) -> Optional["Figure"]:
-    """`result`: `demo.compare.run`'s (`accuracy`: method -> one value per seed)."""
+    """`result`: `demo.method_runs.run`'s (`accuracy`: method -> one value per seed)."""
     try:
         from matplotlib.figure import Figure
     except ImportError:

@@ -1,4 +1,4 @@
-"""The problems `demo --problem` (`demo.compare`) runs: generated data, no download.
+"""The problems `demo --problem` (`demo.method_runs`) runs: generated data, no download.
 
 * `moons`: the paper's inter-twinning moons (§5.1.1), the target rotated 35°
   (`demo.data.make_domains`), two classes.
@@ -13,9 +13,8 @@
   target's class 0 into the regions of the source's classes 1 and 2, where
   the label head calls them 1 or 2. CDAN's domain head sees the features
   together with the predicted class, so it is the per-class feature
-  distributions it pulls together. Measured (seeds 0-9, the comparison's
-  setting): source-only 0.807, DANN 0.776, CDAN 0.879 mean target accuracy
-  (docs/methods.md has the whole table and the variants tried).
+  distributions it pulls together. docs/methods.md has what each method
+  measured on it.
 """
 
 from __future__ import annotations

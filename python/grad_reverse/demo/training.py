@@ -1,9 +1,8 @@
 """Training the two networks of the moons demo with Keras `fit`.
 
-Source-only: all 300 labeled source points every step (full batches: the
-baseline then fits the source on every seed; with DANN's 150-point batches
-it sometimes stalls at a nearly linear boundary, source accuracy 0.86-0.93,
-which would flatter DANN).
+Source-only: all 300 labeled source points every step (full batches, so
+the baseline fits the source on every seed; smaller batches can stall it at
+a nearly linear boundary, which would flatter DANN).
 
 DANN: `grad_reverse.DANN`, batches of 150 labeled source + 150 unlabeled
 target points; the class computes the label loss on the source half only
@@ -12,22 +11,18 @@ and the domain loss on both.
 Lambda: the paper's schedule `lambda_p = 6 * (2 / (1 + exp(-10 p)) - 1)`
 (`DANN(lambda_max=6, gamma=10)`, computed in every step), i.e.
 the paper's lambda = 6 reached through its ramp, with the paper's objective
-(`DANN`'s default: domain loss = source mean + target mean). Over 20 seeds:
-target accuracy 0.82-1.00, mean 0.925 (the earlier objective, half the
-paper's domain term, gave mean 0.926 in this version; see docs/demo.md).
-Measured with the earlier objective and the hand-wired model: against a
-constant 6, mean target accuracy 0.93 vs 0.92, worst seed 0.87 vs 0.81 (the
-constant reaches >= 0.95 on more seeds, 10 vs 7, and fails worse on others).
+(`DANN`'s default: domain loss = source mean + target mean); the ramp fails
+less badly on its worst seeds than a constant 6.
 
 Optimizer: Adam, learning rate 0.01, 3000 steps, keeping an exponential
-moving average of the weights (momentum 0.99) that becomes the final model.
-The adversarial game does not settle: late in training the target accuracy
-of the raw weights keeps swinging by about 0.1, and the average is a steadier
-endpoint (measured with the earlier objective, without it: mean 0.91, worst
-seed 0.71). The paper's own recipe
-(per-example SGD, learning rate 0.05, 500 epochs, lambda 6 from the start),
-re-run in numpy on these data, left even the source half-learned (source
-accuracy 0.56-0.78 on 4 seeds).
+moving average of the weights (momentum 0.99) that becomes the final model:
+the adversarial game does not settle, and the average is a steadier
+endpoint than the raw weights. The paper's own recipe (per-example SGD,
+learning rate 0.05, 500 epochs, lambda 6 from the start) leaves even the
+source half-learned on these data.
+
+docs/demo.md ("Why the demo trains as it does") has the measurements behind
+each choice.
 
 Keras 2.15 and Keras 3 both: `Adam(use_ema=...)` (Keras 2.11+),
 `set_random_seed`, `fit` on a `tf.data.Dataset`.
@@ -40,7 +35,7 @@ from typing import Any
 import tensorflow as tf
 
 from grad_reverse._keras import keras
-from grad_reverse.dann import DANN
+from grad_reverse.adaptation import DANN
 from grad_reverse.demo.data import MoonsDomains
 from grad_reverse.demo.models import build_dann, build_source_only
 from grad_reverse.demo.progress import fit_progress

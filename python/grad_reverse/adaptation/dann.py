@@ -7,9 +7,15 @@
 The label loss (`compile(loss=...)`) covers the source points only; the
 domain loss (binary cross-entropy by default) covers both, with domain label
 0 for source and 1 for target, reduced as the paper does: the mean over the
-source points plus the mean over the target points (`objective`). The
-training itself (batches, schedules, optimizers, saving) is the shared
-`AdversarialModel`'s (`model`), the domain head's loss `DomainHeadModel`'s.
+source points plus the mean over the target points:
+
+    objective = label loss + domain_loss_weight * (mean_s l_s + mean_t l_t)
+
+(`domain_head.domain_term`; `compile(domain_loss_reduction="mean_over_batch")`
+takes one mean over the batch instead). The domain head's loss and compile
+arguments are `domain_head.DomainHeadModel`'s (shared with CDAN); the training
+itself (batches, the lambda schedule, optimizers, saving) the shared
+`model.AdversarialModel`'s.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from grad_reverse._keras import keras
-from grad_reverse.dann.domain_head import DomainHeadModel
+from grad_reverse.adaptation.domain_head import DomainHeadModel
 
 
 @keras.saving.register_keras_serializable(package="grad_reverse")

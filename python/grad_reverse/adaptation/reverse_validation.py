@@ -55,7 +55,7 @@ def split_indices(n: int, validation_fraction: float, rng: np.random.Generator) 
 
 def _trained(make_model: Callable[[], Any], seed: int, x: np.ndarray, y: np.ndarray, target: np.ndarray,
              fit_kwargs: dict) -> Any:
-    from grad_reverse.dann.model import AdversarialModel
+    from grad_reverse.adaptation.model import AdversarialModel
 
     keras.utils.set_random_seed(seed)
     model = make_model()

@@ -9,7 +9,7 @@ Every training batch holds labeled source points and unlabeled target
 points (`paired_dataset`). The label loss (`compile(loss=...)`) covers the
 source points only; the method's adversarial term covers both domains, and
 the objective is `label loss + weight * adversarial term`. Lambda follows a
-schedule over the fit (`schedules`), computed inside the training step from
+schedule over the fit (`grad_reverse.schedule`), computed inside the training step from
 a step counter, so it is exact per step with `steps_per_execution > 1` and
 XLA. Some parts may have optimizers of their own (`optimizers`). Calling the
 model, `predict`, `evaluate` and `export_serving` use the label path only
@@ -23,30 +23,12 @@ from typing import Any, Optional
 
 import tensorflow as tf
 
-from grad_reverse._keras import keras
-from grad_reverse.dann import keras_compat
-from grad_reverse.dann.data import check_paired_spec, one_pass_steps, paired_dataset, source_length, split_batch_size
-from grad_reverse.dann.optimizers import build_every_optimizer, make_part_optimizers, optimizer_groups
-from grad_reverse.dann.schedules import LAMBDA_SCHEDULES, _finite, scheduled_lambda
+from grad_reverse._keras import KERAS_3, keras
+from grad_reverse.adaptation import keras_compat
+from grad_reverse.adaptation.data import fit_batches, finite
+from grad_reverse.adaptation.optimizers import build_every_optimizer, make_part_optimizers, optimizer_groups
 from grad_reverse.ops import grad_reverse
-
-DEFAULT_BATCH_SIZE = 64
-
-
-class _ScheduleState:
-    """The lambda schedule's position: the global step within the ramp, and the ramp's length.
-
-    A plain holder, so Keras tracks neither variable: they are not weights
-    of the model (not saved, not in `get_weights()`), and `fit` sets them.
-    """
-
-    def __init__(self) -> None:
-        # ONLY_FIRST_REPLICA: every replica runs the step; the counter moves once.
-        self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="dann_step",
-                                aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
-        self.total_steps = tf.Variable(1, dtype=tf.int64, trainable=False, name="dann_total_steps",
-                                       aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
-
+from grad_reverse.schedule import ScheduleState, check_schedule, scheduled_lambda
 
 class _AdversarialMetrics:
     """The method's trackers (e.g. domain loss and accuracy) and lambda, held
@@ -62,6 +44,109 @@ class _AdversarialMetrics:
 
     def all(self) -> list:
         return list(self.by_name.values()) + [self.lambda_]
+
+
+# Where Keras 2 and Keras 3 differ inside the step, kept beside it: Keras 3 scales the loss for
+# mixed precision inside the tape and applies the gradients itself; Keras 2's `minimize(tape=)`
+# does both. Keras 2's `compute_loss` updates the `loss` metric; Keras 3's train_step does it.
+
+
+def replicas_in_sync() -> int:
+    """Replicas whose gradients the optimizer sums (1 outside tf.distribute)."""
+    return tf.distribute.get_strategy().num_replicas_in_sync
+
+
+def loss_for_gradients(model: Any, loss: tf.Tensor) -> tf.Tensor:
+    """The loss to differentiate, inside the tape: loss-scaled on Keras 3 under mixed precision."""
+    return model.optimizer.scale_loss(loss) if KERAS_3 else loss
+
+
+def minimize(model: Any, tape: tf.GradientTape, loss: tf.Tensor) -> None:
+    """One optimizer step on `model.trainable_variables` from `loss` recorded on `tape`."""
+    variables = model.trainable_variables
+    if KERAS_3:
+        gradients = tape.gradient(loss, variables)
+        model.optimizer.apply_gradients(zip(gradients, variables))
+    else:
+        model.optimizer.minimize(loss, variables, tape=tape)
+
+
+def apply_per_optimizer(tape: tf.GradientTape, loss: tf.Tensor, groups: list) -> None:
+    """One step of each optimizer on its variables, from one gradient of `loss`.
+
+    `groups`: `[(optimizer, variables)]`, each variable in one group. Both
+    Keras versions' `apply_gradients` sum the replicas' gradients under
+    tf.distribute, as `minimize` does. (No loss scaling: `part_optimizers`
+    refuses mixed_float16.)
+    """
+    variables = [v for _, group in groups for v in group]
+    gradients = tape.gradient(loss, variables)
+    start = 0
+    for optimizer, group in groups:
+        optimizer.apply_gradients(zip(gradients[start:start + len(group)], group))
+        start += len(group)
+
+
+def track_label_loss(model: Any, loss: tf.Tensor, batch_size: tf.Tensor) -> None:
+    """Records the (per-replica scaled) label loss in the model's `loss` metric."""
+    if KERAS_3:
+        unscaled = loss * tf.cast(replicas_in_sync(), loss.dtype)
+        model._loss_tracker.update_state(unscaled, sample_weight=batch_size)
+    # Keras 2: compute_loss (compiled_loss) has updated it already.
+
+
+# Clips probabilities before the log (a head's softmax may give exact 0).
+_TINY = 1e-12
+
+
+def activation_name(head: Any) -> Optional[str]:
+    """The name of the activation that produces `head`'s output, when it can be told."""
+    activation = getattr(head, "activation", None)
+    if activation is not None:
+        return getattr(activation, "__name__", None)
+    layers = getattr(head, "layers", None)
+    return activation_name(layers[-1]) if layers else None
+
+
+def tell_from_logits(method: str, label_head: Any, label_from_logits: Optional[bool]) -> tuple:
+    """`(from_logits, activation)`: whether `label_head` outputs logits, told from its last activation
+    unless `label_from_logits` says it; a ValueError naming what is accepted otherwise."""
+    activation = activation_name(label_head)
+    if label_from_logits is not None:
+        return bool(label_from_logits), activation
+    if activation not in ("linear", "softmax", "sigmoid"):
+        raise ValueError(
+            f"{method}.compile: {method} needs class probabilities from the label head, and cannot tell "
+            f"whether it outputs logits or probabilities (its last activation is {activation!r}); accepted: "
+            "a last activation of softmax, sigmoid (one unit) or linear (logits), or "
+            "compile(label_from_logits=True or False)")
+    return activation == "linear", activation
+
+
+def class_log_probabilities(method: str, y: tf.Tensor, from_logits: bool, activation: Optional[str]) -> tf.Tensor:
+    """Log-probabilities [batch, classes] (float32) from a label head's output `y` [batch, units]
+    (CDAN's conditioning, MDD's disparity).
+
+    Probabilities when the head's last activation is softmax (or sigmoid on one
+    unit), logits when it is linear. One unit is a binary task: P(class 1) = p
+    (or sigmoid(logit)), worked as the two classes `[1 - p, p]`. Several sigmoid
+    units are refused: they are independent labels, not one distribution.
+    """
+    if y.shape.rank != 2 or y.shape[-1] is None:
+        raise ValueError(f"{method}: the label head must output [batch, classes] (one unit for a binary task) "
+                         f"to give class probabilities, got shape {y.shape}")
+    y = tf.cast(y, tf.float32)
+    units = y.shape[-1]
+    if units == 1:
+        if from_logits:
+            return tf.concat([tf.math.log_sigmoid(-y), tf.math.log_sigmoid(y)], axis=-1)
+        return tf.math.log(tf.clip_by_value(tf.concat([1.0 - y, y], axis=-1), _TINY, 1.0))
+    if activation == "sigmoid" and not from_logits:
+        raise ValueError(f"{method}: a label head with {units} sigmoid units gives independent labels, not class "
+                         "probabilities; accepted: softmax over the classes, one sigmoid unit (binary), or logits")
+    if from_logits:
+        return tf.nn.log_softmax(y, axis=-1)
+    return tf.math.log(tf.clip_by_value(y, _TINY, 1.0))
 
 
 def check_part(method: str, name: str, part: Any) -> Any:
@@ -88,16 +173,10 @@ class AdversarialModel(keras.Model):
     def __init__(self, *, lambda_max: float, gamma: float, lambda_schedule: str,
                  warm_start_steps: Optional[int] = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        if lambda_schedule not in LAMBDA_SCHEDULES:
-            raise ValueError(f"{self.METHOD}: lambda_schedule must be one of {LAMBDA_SCHEDULES}, "
-                             f"got {lambda_schedule!r}")
-        self.lambda_max = _finite(f"{self.METHOD}: lambda_max", lambda_max)
-        self.gamma = _finite(f"{self.METHOD}: gamma", gamma)
-        self.lambda_schedule = lambda_schedule
-        if warm_start_steps is not None and (isinstance(warm_start_steps, bool) or int(warm_start_steps) < 1):
-            raise ValueError(f"{self.METHOD}: warm_start_steps must be an integer >= 1, got {warm_start_steps!r}")
-        self.warm_start_steps = None if warm_start_steps is None else int(warm_start_steps)
-        self._schedule = _ScheduleState()
+        self.lambda_max = finite(f"{self.METHOD}: lambda_max", lambda_max)
+        self.gamma = finite(f"{self.METHOD}: gamma", gamma)
+        self.lambda_schedule, self.warm_start_steps = check_schedule(self.METHOD, lambda_schedule, warm_start_steps)
+        self._schedule = ScheduleState()
         self._adversarial_metrics = _AdversarialMetrics(self.METRIC_NAMES)
         self._compiled_for_adaptation = False
         for part in self.OWN_OPTIMIZER_PARTS:  # set by compile: a part's own optimizer, or None
@@ -124,7 +203,7 @@ class AdversarialModel(keras.Model):
         """Keras' `compile` for the label task, the per-part optimizers, then the method's arguments.
 
         `part_optimizers`: `{part: optimizer or learning-rate scale}` for
-        the parts in `OWN_OPTIMIZER_PARTS` (see `grad_reverse.dann.optimizers`).
+        the parts in `OWN_OPTIMIZER_PARTS` (see `grad_reverse.adaptation.optimizers`).
         """
         method_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in self._method_compile_keys()}
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
@@ -221,15 +300,15 @@ class AdversarialModel(keras.Model):
             y_pred, adversarial_term, logs = self._adversarial_step(features, n_source, lambda_)
             label_loss = self.compute_loss(x=x_source, y=y_source, y_pred=y_pred, sample_weight=sample_weight)
             # Per replica: the optimizer sums the replicas' gradients.
-            scaled_term = adversarial_term / tf.cast(keras_compat.replicas_in_sync(), tf.float32)
+            scaled_term = adversarial_term / tf.cast(replicas_in_sync(), tf.float32)
             total = tf.cast(label_loss, tf.float32) + self._adversarial_weight() * scaled_term
-            total = keras_compat.loss_for_gradients(self, total)
+            total = loss_for_gradients(self, total)
         if self._part_optimizers():
-            keras_compat.apply_per_optimizer(tape, total, optimizer_groups(self, self._part_optimizers()))
+            apply_per_optimizer(tape, total, optimizer_groups(self, self._part_optimizers()))
         else:
-            keras_compat.minimize(self, tape, total)
+            minimize(self, tape, total)
         self._schedule.step.assign_add(1)
-        keras_compat.track_label_loss(self, label_loss, n_source)
+        track_label_loss(self, label_loss, n_source)
         for name, value in logs.items():
             self._adversarial_metrics.by_name[name].update_state(value)
         self._adversarial_metrics.lambda_.reset_state()
@@ -268,35 +347,8 @@ class AdversarialModel(keras.Model):
         `initial_epoch` resumes the ramp where that epoch starts.
         """
         method = self.METHOD
-        for unsupported in ("validation_split", "sample_weight", "class_weight"):
-            if kwargs.get(unsupported) is not None:
-                raise ValueError(f"{method}.fit does not take {unsupported}: put per-point weights of the source "
-                                 "into the batches as ((x_source, x_target), y_source, weights) instead"
-                                 if unsupported != "validation_split" else
-                                 f"{method}.fit does not take validation_split: pass validation_data")
-        if isinstance(x, tf.data.Dataset) and y is None and target is None:
-            check_paired_spec(x.element_spec)
-            if batch_size is not None:
-                raise ValueError(f"{method}.fit: batch_size applies to arrays; a dataset of batches has its own")
-            dataset, known = x, int(x.cardinality())
-            steps = steps_per_epoch or (known if known > 0 else None)
-            feature_spec = x.element_spec[0][0]
-        else:
-            if y is None and not isinstance(x, tf.data.Dataset):
-                raise ValueError(f"{method}: the source data must be labeled: "
-                                 "fit(x_source, y_source, target=x_target)")
-            if isinstance(x, tf.data.Dataset) and y is not None:
-                raise ValueError(f"{method}.fit: with a dataset x, its elements carry the labels: pass y=None")
-            source = x if isinstance(x, tf.data.Dataset) else (x, y)
-            batch_size = DEFAULT_BATCH_SIZE if batch_size is None else batch_size
-            dataset = paired_dataset(source, target, batch_size, source_fraction=source_fraction,
-                                     shuffle=shuffle, seed=seed)
-            n_source = source_length(source)
-            source_batch, _ = split_batch_size(batch_size, source_fraction)
-            steps = steps_per_epoch or (None if n_source is None else one_pass_steps(n_source, source_batch))
-            feature_spec = dataset.element_spec[0][0]
-        if steps is None:
-            raise ValueError(f"{method}.fit: this data does not tell its length; pass steps_per_epoch")
+        dataset, steps, feature_spec = fit_batches(method, x, y, batch_size, target, steps_per_epoch,
+                                                   source_fraction, shuffle, seed, kwargs)
         if isinstance(epochs, bool) or int(epochs) < 1 or int(initial_epoch) < 0:
             raise ValueError(f"{method}.fit: epochs must be >= 1 and initial_epoch >= 0, "
                              f"got {epochs}, {initial_epoch}")

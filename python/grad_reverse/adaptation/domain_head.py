@@ -1,7 +1,27 @@
 """`DomainHeadModel`: what `DANN` and `CDAN` share, a domain head that tells
 source (label 0) from target (label 1) behind GradReverse, its loss and its
 compile arguments (`domain_loss`, `domain_loss_weight`, `domain_from_logits`,
-`domain_loss_reduction`), reduced as the paper does (`objective`).
+`domain_loss_reduction`).
+
+The domain term of the objective: Ganin et al. (JMLR 2016, §4, the objective
+E and Algorithm 1) weigh the domain classifier's loss as the mean over the
+source points PLUS the mean over the target points:
+
+    label loss (mean over the source points)
+      + domain_loss_weight * (mean domain loss over the source points
+                              + mean domain loss over the target points)
+
+`DOMAIN_LOSS_REDUCTIONS` names the two ways to reduce the per-point domain
+losses of a batch:
+
+* `"sum_over_domains"` (the default): the paper's sum of the two means, for
+  any split of the batch; each domain counts the same whatever its share.
+* `"mean_over_batch"`: one mean over all the batch's points. With half/half
+  batches it is half the paper's term, `0.5 * (source mean + target mean)`,
+  the convention of Transfer-Learning-Library; with other splits each
+  domain counts by its share of the batch.
+
+CDAN's per-point weights (CDAN+E) are CDAN's own (`cdan.weighted_domain_term`).
 """
 
 from __future__ import annotations
@@ -11,21 +31,50 @@ from typing import Any, Optional
 import tensorflow as tf
 
 from grad_reverse._keras import keras
-from grad_reverse.dann import objective
-from grad_reverse.dann.model import AdversarialModel, check_part
-from grad_reverse.dann.schedules import _finite
+from grad_reverse.adaptation.data import finite
+from grad_reverse.adaptation.model import AdversarialModel, activation_name, check_part
+
+SUM_OVER_DOMAINS = "sum_over_domains"
+MEAN_OVER_BATCH = "mean_over_batch"
+DOMAIN_LOSS_REDUCTIONS = (SUM_OVER_DOMAINS, MEAN_OVER_BATCH)
+
+
+def check_reduction(reduction: str, method: str) -> str:
+    """`reduction` if it is one of `DOMAIN_LOSS_REDUCTIONS`; ValueError naming them otherwise."""
+    if reduction not in DOMAIN_LOSS_REDUCTIONS:
+        raise ValueError(f"{method}.compile: domain_loss_reduction must be one of {DOMAIN_LOSS_REDUCTIONS}, "
+                         f"got {reduction!r}")
+    return reduction
+
+
+def per_point_losses(loss_values: tf.Tensor, method: str) -> tf.Tensor:
+    """The domain loss function's output as one float32 value per point (shape [batch]).
+
+    A loss that already reduced over the batch (a scalar) cannot be split
+    into its source and target means: refused when the step is traced.
+    """
+    shape = loss_values.shape
+    if shape.rank not in (1, 2) or (shape.rank == 2 and shape[-1] not in (1, None)):
+        raise ValueError(f"{method}: the domain loss must return one loss per point (shape [batch]), got shape "
+                         f"{shape}; pass a Keras loss or a function (y_true, y_pred) -> per-point losses")
+    return tf.reshape(tf.cast(loss_values, tf.float32), [-1])
+
+
+def domain_term(per_point: tf.Tensor, n_source: tf.Tensor, reduction: str) -> tf.Tensor:
+    """The batch's domain term: `per_point[:n_source]` are the source points, the rest the target's."""
+    if reduction == MEAN_OVER_BATCH:
+        return tf.reduce_mean(per_point)
+    return tf.reduce_mean(per_point[:n_source]) + tf.reduce_mean(per_point[n_source:])
+
+
+def domain_accuracy(domain_true: tf.Tensor, domain_pred: tf.Tensor, from_logits: bool) -> tf.Tensor:
+    """The fraction of the batch's points whose domain the head tells right."""
+    threshold = 0.0 if from_logits else 0.5
+    return tf.reduce_mean(tf.cast(tf.equal(domain_pred > threshold, domain_true > 0.5), tf.float32))
+
 
 DOMAIN_METRICS = ("domain_loss", "domain_accuracy")
 _DOMAIN_COMPILE_KEYS = ("domain_loss", "domain_loss_weight", "domain_from_logits", "domain_loss_reduction")
-
-
-def activation_name(head: Any) -> Optional[str]:
-    """The name of the activation that produces `head`'s output, when it can be told."""
-    activation = getattr(head, "activation", None)
-    if activation is not None:
-        return getattr(activation, "__name__", None)
-    layers = getattr(head, "layers", None)
-    return activation_name(layers[-1]) if layers else None
 
 
 def check_domain_output(method: str, shape: tf.TensorShape) -> None:
@@ -51,11 +100,11 @@ class DomainHeadModel(AdversarialModel):
         self._domain_loss: Any = None
         self._domain_from_logits = False
         self._domain_loss_weight = 1.0
-        self._domain_loss_reduction = objective.SUM_OVER_DOMAINS
+        self._domain_loss_reduction = SUM_OVER_DOMAINS
 
     def compile(self, optimizer: Any = "rmsprop", loss: Any = None, metrics: Any = None, *,
                 domain_loss: Any = None, domain_loss_weight: float = 1.0, domain_from_logits: Optional[bool] = None,
-                domain_loss_reduction: str = objective.SUM_OVER_DOMAINS, part_optimizers: Optional[dict] = None,
+                domain_loss_reduction: str = SUM_OVER_DOMAINS, part_optimizers: Optional[dict] = None,
                 **kwargs: Any) -> None:
         """Keras' `compile` for the label task, plus the domain loss and per-part optimizers.
 
@@ -70,13 +119,12 @@ class DomainHeadModel(AdversarialModel):
             probabilities); needed when it cannot be told.
           domain_loss_reduction: `"sum_over_domains"` (the paper's: the mean
             domain loss over the source points plus the mean over the target
-            points) or `"mean_over_batch"` (one mean over the batch's points,
-            as versions before this option trained; half the paper's term
-            with half/half batches).
+            points) or `"mean_over_batch"` (one mean over the batch's points;
+            half the paper's term with half/half batches).
           part_optimizers: `{"feature_extractor": ..., "domain_head": ...}`
             (either or both): the part's own optimizer, or a number: the
             model's optimizer at that multiple of its learning rate (see
-            `grad_reverse.dann.optimizers`). The label head, and any part
+            `grad_reverse.adaptation.optimizers`). The label head, and any part
             not named, train with `optimizer`.
         """
         super().compile(optimizer, loss, metrics, part_optimizers=part_optimizers, domain_loss=domain_loss,
@@ -91,9 +139,9 @@ class DomainHeadModel(AdversarialModel):
 
     def _method_compile(self, domain_loss: Any = None, domain_loss_weight: float = 1.0,
                         domain_from_logits: Optional[bool] = None,
-                        domain_loss_reduction: str = objective.SUM_OVER_DOMAINS, **others: Any) -> None:
+                        domain_loss_reduction: str = SUM_OVER_DOMAINS, **others: Any) -> None:
         method = self.METHOD
-        self._domain_loss_reduction = objective.check_reduction(domain_loss_reduction, method)
+        self._domain_loss_reduction = check_reduction(domain_loss_reduction, method)
         if domain_from_logits is None:
             activation = activation_name(self.domain_head)
             if activation not in ("linear", "sigmoid"):
@@ -102,7 +150,7 @@ class DomainHeadModel(AdversarialModel):
                     f"(its last activation is {activation!r}); pass domain_from_logits=True or False")
             domain_from_logits = activation == "linear"
         self._domain_from_logits = bool(domain_from_logits)
-        self._domain_loss_weight = _finite(f"{method}: domain_loss_weight", domain_loss_weight)
+        self._domain_loss_weight = finite(f"{method}: domain_loss_weight", domain_loss_weight)
         if domain_loss is None:
             domain_loss = keras.losses.BinaryCrossentropy(from_logits=self._domain_from_logits)
         elif isinstance(domain_loss, str):
@@ -123,22 +171,21 @@ class DomainHeadModel(AdversarialModel):
     def _adversarial_weight(self) -> float:
         return self._domain_loss_weight
 
-    def _domain_term_and_accuracy(self, domain_pred: tf.Tensor, n_source: tf.Tensor,
-                                  weights: Optional[tf.Tensor] = None) -> tuple:
-        """The batch's domain term (see `objective`) and domain accuracy; source points first.
-        `weights`: per-point weights (CDAN+E), normalized as `objective.weighted_domain_term` says."""
+    def _domain_losses(self, domain_pred: tf.Tensor, n_source: tf.Tensor) -> tuple:
+        """`(per-point domain losses [batch], the batch's domain accuracy)`; source points first."""
         check_domain_output(self.METHOD, domain_pred.shape)
         domain_pred = tf.reshape(tf.cast(domain_pred, tf.float32), [-1, 1])
         n_points = tf.shape(domain_pred)[0]
         domain_true = tf.reshape(tf.cast(tf.range(n_points) >= n_source, tf.float32), [-1, 1])
         loss_fn = self._domain_loss
         per_point = (loss_fn.call if isinstance(loss_fn, keras.losses.Loss) else loss_fn)(domain_true, domain_pred)
-        per_point = objective.per_point_losses(per_point)
-        if weights is None:
-            term = objective.domain_term(per_point, n_source, self._domain_loss_reduction)
-        else:
-            term = objective.weighted_domain_term(per_point, weights, n_source, self._domain_loss_reduction)
-        return term, objective.domain_accuracy(domain_true, domain_pred, self._domain_from_logits)
+        return (per_point_losses(per_point, self.METHOD),
+                domain_accuracy(domain_true, domain_pred, self._domain_from_logits))
+
+    def _domain_term_and_accuracy(self, domain_pred: tf.Tensor, n_source: tf.Tensor) -> tuple:
+        """The batch's domain term (reduced as `compile` said) and domain accuracy; source points first."""
+        per_point, accuracy = self._domain_losses(domain_pred, n_source)
+        return domain_term(per_point, n_source, self._domain_loss_reduction), accuracy
 
     def _build_head_on(self, inputs: tf.Tensor) -> None:
         """Builds an unbuilt domain head on `inputs` (one point of what it will see)."""

@@ -11,9 +11,16 @@
 from `map_seed`) and `d = randomized_dim` (1024 by default). By default the
 randomized map is used when `dim(f) * classes > 4096`, the switch of
 Transfer-Learning-Library's examples. CDAN+E (`entropy_conditioning=True`)
-weighs each point's domain loss by `1 + exp(-H(g))`, normalized within each
-domain (`objective.weighted_domain_term`). Everything else (the domain loss,
-its reduction and weight, batches, schedules, optimizers, saving) is DANN's.
+weighs each point's domain loss by `1 + exp(-H(g))`,
+`H(g) = -sum_c g_c log(g_c + 1e-5)`, normalized within each domain:
+
+    objective = label loss + domain_loss_weight * (sum_s w_s l_s / sum_s w_s + sum_t w_t l_t / sum_t w_t)
+
+with `l` the per-point domain loss (binary cross-entropy by default) of the
+source points `s` and the target points `t` (`weighted_domain_term`); without
+entropy conditioning, `w = 1`: DANN's domain term. The domain head, its loss
+and compile arguments are `domain_head.DomainHeadModel`'s (shared with DANN);
+batches, the lambda schedule, optimizers and saving `model.AdversarialModel`'s.
 """
 
 from __future__ import annotations
@@ -25,8 +32,8 @@ import numpy as np
 import tensorflow as tf
 
 from grad_reverse._keras import keras
-from grad_reverse.dann.domain_head import DomainHeadModel
-from grad_reverse.dann.probabilities import class_log_probabilities, tell_from_logits
+from grad_reverse.adaptation.domain_head import MEAN_OVER_BATCH, DomainHeadModel, domain_term
+from grad_reverse.adaptation.model import class_log_probabilities, tell_from_logits
 
 RANDOMIZED_SWITCH = 4096  # dim(f) * classes above which `randomized=None` picks the randomized map
 MAX_MULTILINEAR_SIZE = 1 << 20  # per point: 4 MiB of float32 for each point of a batch
@@ -37,6 +44,36 @@ def entropy_weights(probabilities: tf.Tensor) -> tf.Tensor:
     """CDAN+E's per-point weights `1 + exp(-H(g))`, `H(g) = -sum_c g_c log(g_c + 1e-5)`."""
     entropy = -tf.reduce_sum(probabilities * tf.math.log(probabilities + ENTROPY_EPSILON), axis=-1)
     return 1.0 + tf.exp(-entropy)
+
+
+def mean_over_replicas(value: tf.Tensor) -> tf.Tensor:
+    """`value` averaged over the replicas in sync (itself outside tf.distribute), without gradient:
+    CDAN+E normalizes its weights by the whole global batch's, not by each replica's share."""
+    context = tf.distribute.get_replica_context()
+    if context is None or context.num_replicas_in_sync == 1:
+        return value
+    return tf.stop_gradient(context.all_reduce("mean", value))
+
+
+def weighted_domain_term(per_point: tf.Tensor, weights: tf.Tensor, n_source: tf.Tensor,
+                         reduction: str) -> tf.Tensor:
+    """The domain term with per-point weights (CDAN+E's entropy weights), normalized
+    within each domain for `"sum_over_domains"` (the weighted source mean plus the
+    weighted target mean, as CDAN's authors' code normalizes them), over the batch
+    for `"mean_over_batch"` (`sum(w * loss) / sum(w)`, Transfer-Learning-Library's)."""
+    weights = tf.reshape(tf.cast(weights, tf.float32), [-1])
+
+    def weighted_mean(w: tf.Tensor, losses: tf.Tensor) -> tf.Tensor:
+        # Under tf.distribute a replica holds a share of the global batch: its weights are
+        # normalized by the mean over the replicas of their sums, so that the replicas'
+        # terms, averaged, are the global batch's weighted mean.
+        return tf.reduce_sum(w * losses) / mean_over_replicas(tf.reduce_sum(w))
+
+    if reduction == MEAN_OVER_BATCH:
+        return weighted_mean(weights, per_point)
+
+    return (weighted_mean(weights[:n_source], per_point[:n_source])
+            + weighted_mean(weights[n_source:], per_point[n_source:]))
 
 
 def multilinear_map(features: tf.Tensor, probabilities: tf.Tensor) -> tf.Tensor:
@@ -168,12 +205,15 @@ class CDAN(DomainHeadModel):
 
     def _adversarial_step(self, features: tf.Tensor, n_source: tf.Tensor, lambda_: tf.Tensor) -> tuple:
         y_all = self.label_head(features, training=True)
-        log_p = class_log_probabilities("CDAN", y_all, self._label_from_logits, self._label_activation)
+        log_p = class_log_probabilities(self.METHOD, y_all, self._label_from_logits, self._label_activation)
         probabilities = tf.stop_gradient(tf.exp(log_p))  # the conditioning has no gradient
         mapped = self.conditioning_map(self._features_2d(features), probabilities)
         domain_pred = self._domain_prediction(mapped, lambda_)
         weights = entropy_weights(probabilities) if self.entropy_conditioning else None
-        domain_loss, domain_accuracy = self._domain_term_and_accuracy(domain_pred, n_source, weights)
+        per_point, domain_accuracy = self._domain_losses(domain_pred, n_source)
+        reduction = self._domain_loss_reduction
+        domain_loss = (domain_term(per_point, n_source, reduction) if weights is None
+                       else weighted_domain_term(per_point, weights, n_source, reduction))
         return y_all[:n_source], domain_loss, {"domain_loss": domain_loss, "domain_accuracy": domain_accuracy}
 
     def _prepare_adversary(self, features: tf.Tensor) -> None:

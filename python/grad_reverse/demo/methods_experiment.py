@@ -1,5 +1,5 @@
 """`python -m grad_reverse demo --problem P --methods M ...`: the methods of
-`demo.compare` side by side over seeds. Trains them (`compare.run`), prints
+`demo.method_runs` side by side over seeds. Trains them (`method_runs.run`), prints
 the table, draws the first seed's decision boundaries and every seed's
 target accuracy, exports the first seed's first adaptation method for
 serving and checks the export, writes results.json."""
@@ -13,9 +13,9 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from grad_reverse.demo import compare
+from grad_reverse.demo import method_runs
 from grad_reverse.demo.experiment import RESULTS_NAME, panel_title, print_now, say_written
-from grad_reverse.demo.export import export_and_check
+from grad_reverse.demo.export_and_check import export_and_check
 from grad_reverse.demo.plot import plot_decision_boundaries
 from grad_reverse.demo.plot_accuracy import ACCURACY_PLOT_NAME, METHOD_LABELS, plot_target_accuracy
 from grad_reverse.demo.problems import TITLES
@@ -27,7 +27,7 @@ EXPORT_NAME = "{method}_saved_model"
 def export_method(methods: Sequence[str]) -> str:
     """The method whose first-seed model is exported: the first adaptation
     method asked for (what the demo is about), else the first method."""
-    return next((m for m in methods if m in compare.ADAPTATION_METHODS), methods[0])
+    return next((m for m in methods if m in method_runs.ADAPTATION_METHODS), methods[0])
 
 
 def run_methods(
@@ -41,7 +41,7 @@ def run_methods(
 ) -> dict[str, Any]:
     """Trains `methods` on `problem` for each seed; plots, exports and checks the first seed's.
 
-    Returns `compare.run`'s result (`accuracy`: method -> one target accuracy
+    Returns `method_runs.run`'s result (`accuracy`: method -> one target accuracy
     per seed, `fit_seconds`) with `mean_target`, `out_dir` (absolute),
     `plots` (name -> path, or None without matplotlib), `export` (the
     SavedModel's path), `export_method`, `serving_check` (the exit code of
@@ -55,7 +55,7 @@ def run_methods(
     os.makedirs(out_dir, exist_ok=True)
     say(TITLES[problem])
     say(f"  methods: {' '.join(methods)}; seeds {' '.join(map(str, seeds))}; {steps} steps each "
-        f"(batches of {compare.BATCH_SIZE} source + target points)")
+        f"(batches of {method_runs.BATCH_SIZE} source + target points)")
 
     # The first seed's problem and models: drawn and exported below.
     first: dict = {"models": {}, "problem": None}
@@ -65,9 +65,9 @@ def run_methods(
             first["models"][method] = model
             first["problem"] = data
 
-    result = compare.run(problem, list(methods), [int(s) for s in seeds], steps, quiet, trained=keep)
+    result = method_runs.run(problem, list(methods), [int(s) for s in seeds], steps, quiet, trained=keep)
     result["mean_target"] = {m: float(np.mean(v)) for m, v in result["accuracy"].items()}
-    say("\n" + compare.table(result))
+    say("\n" + method_runs.table(result))
 
     result["plots"] = plots = {}
     if first["problem"].x_source.shape[1] == 2:  # decision regions need a plane
@@ -92,6 +92,6 @@ def run_methods(
     with open(result["results"], "w") as f:
         json.dump(result, f, indent=2)
 
-    say_written(say, out_dir, [os.path.basename(path) for path in plots.values() if path],
+    say_written(say, [os.path.basename(path) for path in plots.values() if path],
                 os.path.basename(export), serving_check, result["seconds"], loading_seconds)
     return result

@@ -4,19 +4,15 @@ the models and training of
     python -m grad_reverse demo --problem blobs --methods source_only dann cdan mdd --seed 0 1 2
 
 which prints each method's target accuracy, min / mean / max over the seeds
-(`table`), draws them and writes results.json (`demo.comparison`). Every
+(`table`), draws them and writes results.json (`demo.methods_experiment`). Every
 method trains the same networks from the same initial weights (per seed) on
 the same batches, with Adam(0.01) keeping an exponential moving average of
 the weights (as the moons demo); `source_only` is the DANN with
 domain_loss_weight 0 (the label loss alone). Problems: `demo.problems`.
-
-`python -m grad_reverse.demo.compare` is an alias of that command with this
-module's old options (`--seeds N`: seeds 0 .. N-1).
 """
 
 from __future__ import annotations
 
-import argparse
 import time
 from typing import Any, Callable, Optional
 
@@ -26,9 +22,8 @@ METHODS = ("source_only", "dann", "cdan", "cdan_e", "mdd")
 ADAPTATION_METHODS = METHODS[1:]  # all but source_only
 LAMBDA_MAX = {"moons": 6.0, "blobs": 1.0}  # DANN's and CDAN's ramp; MDD keeps TLlib's warm start to 0.1
 BATCH_SIZE = 256  # source + target
-# A comparison's default steps (`demo --methods`), those of docs/methods.md's table. On the
-# moons 3000 (the moons demo's) were measured too: MDD rose to 0.758, CDAN fell to 0.693,
-# source-only rose to 0.776 (seeds 0-9), so every method but DANN lost to source-only there.
+# A comparison's default steps (`demo --methods`): those of docs/methods.md's table, which
+# also says why not the moons demo's 3000.
 STEPS = 1000
 
 
@@ -52,7 +47,7 @@ def _parts(problem: Any, seed: int) -> tuple:
 def build(method: str, problem: Any, seed: int) -> Any:
     """The compiled model of `method` for `problem`, its weights drawn from `seed`."""
     from grad_reverse._keras import keras
-    from grad_reverse.dann import CDAN, DANN, MDD
+    from grad_reverse.adaptation import CDAN, DANN, MDD
 
     features, label, domain = _parts(problem, seed)
     lambda_max = LAMBDA_MAX[problem.name]
@@ -63,7 +58,7 @@ def build(method: str, problem: Any, seed: int) -> Any:
     elif method == "mdd":
         model = MDD(features, label)
     else:
-        raise ValueError(f"compare: unknown method {method!r}; accepted: {METHODS}")
+        raise ValueError(f"demo: unknown method {method!r}; accepted: {METHODS}")
     loss = "binary_crossentropy" if problem.classes == 2 else "sparse_categorical_crossentropy"
     extra = {"domain_loss_weight": 0.0} if method == "source_only" else {}
     model.compile(keras.optimizers.Adam(0.01, use_ema=True, ema_momentum=0.99), loss, **extra)
@@ -110,31 +105,3 @@ def table(result: dict) -> str:
         per_seed = result["fit_seconds"][method] / len(values)
         lines.append(f"{method:12s} {min(values):6.3f} {np.mean(values):6.3f} {max(values):6.3f} {per_seed:10.1f}")
     return "\n".join(lines)
-
-
-def main(argv: Any = None) -> int:
-    """The old command line, now `python -m grad_reverse demo` with the same
-    choices (and its pictures, export and exit status); `--out` names its
-    output directory."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--problem", default="blobs", choices=("moons", "blobs"))
-    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
-    parser.add_argument("--seeds", type=int, default=3, help="seeds 0 .. N-1 (default 3)")
-    parser.add_argument("--steps", type=int, help=f"training steps per model (default {STEPS})")
-    parser.add_argument("--out", help="output directory (default: the demo's)")
-    parser.add_argument("--quiet", action="store_true")
-    args = parser.parse_args(argv)
-    if args.seeds < 1 or (args.steps is not None and args.steps < 1):
-        parser.error("--seeds and --steps must be at least 1")
-    from grad_reverse.__main__ import main as grad_reverse_main
-
-    demo = ["demo", "--problem", args.problem, "--methods", *args.methods,
-            "--seed", *map(str, range(args.seeds))]
-    demo += ["--steps", str(args.steps)] if args.steps else []
-    demo += ["--out", args.out] if args.out else []
-    demo += ["--quiet"] if args.quiet else []
-    return grad_reverse_main(demo)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

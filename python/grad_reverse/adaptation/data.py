@@ -1,11 +1,13 @@
-"""The training batches of a `DANN` model: labeled source and unlabeled
-target points joined into one batch, half and half by default.
+"""The training batches of a `DANN`, `CDAN` or `MDD` model: labeled source and
+unlabeled target points joined into one batch, half and half by default.
 
 `paired_dataset` builds them from numpy arrays or `tf.data` datasets of
 different sizes; each element is `((x_source, x_target), y_source)`, the
 Keras `(x, y)` convention: the inputs of both domains, the labels of the
 source. The checks here run before training starts, so bad input gets a
-message naming what was expected instead of a shape error deep in a step.
+message naming what was expected instead of a shape error deep in a step;
+each message names the method being trained (`method`), or `paired_dataset`
+when it is called directly.
 """
 
 from __future__ import annotations
@@ -18,8 +20,17 @@ import tensorflow as tf
 
 ArrayOrDataset = Union[np.ndarray, tf.Tensor, tf.data.Dataset]
 
+DEFAULT_BATCH_SIZE = 64
 # A shuffle buffer for datasets whose length tf.data cannot tell.
 UNKNOWN_LENGTH_SHUFFLE_BUFFER = 10_000
+
+
+def finite(name: str, value: float) -> float:
+    """`value` as a float; ValueError naming `name` when it is not finite (the models' number arguments)."""
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value}")
+    return value
 
 
 def split_batch_size(batch_size: int, source_fraction: float = 0.5) -> tuple[int, int]:
@@ -49,33 +60,34 @@ def _is_dataset(value: Any) -> bool:
     return isinstance(value, tf.data.Dataset)
 
 
-def _labeled_source(source: Any) -> tuple[tf.data.Dataset, tf.TensorShape, Optional[int]]:
+def _labeled_source(source: Any, method: str) -> tuple[tf.data.Dataset, tf.TensorShape, Optional[int]]:
     """The source as a dataset of `(x, y)` points, its feature shape and length."""
     if _is_dataset(source):
         spec = source.element_spec
         if not (isinstance(spec, tuple) and len(spec) == 2):
             raise ValueError(
-                "DANN: the source data must be labeled: a dataset of (x, y) points "
+                f"{method}: the source data must be labeled: a dataset of (x, y) points "
                 f"(unbatched), got elements {spec}")
         return source, spec[0].shape, source_length(source)
     if not (isinstance(source, (tuple, list)) and len(source) == 2 and source[1] is not None):
-        raise ValueError("DANN: the source data must be labeled: pass x and y (arrays of equal length), "
+        raise ValueError(f"{method}: the source data must be labeled: pass x and y (arrays of equal length), "
                          "or a dataset of (x, y) points; got no labels")
     x, y = (np.asarray(a) if not isinstance(a, tf.Tensor) else a for a in source)
     if len(x) != len(y):
-        raise ValueError(f"DANN: source x and y must have the same length, got {len(x)} and {len(y)}")
+        raise ValueError(f"{method}: source x and y must have the same length, got {len(x)} and {len(y)}")
     if len(x) == 0:
-        raise ValueError("DANN: the source data is empty")
+        raise ValueError(f"{method}: the source data is empty")
     return tf.data.Dataset.from_tensor_slices((x, y)), tf.TensorShape(x.shape[1:]), len(x)
 
 
-def _unlabeled_target(target: Any) -> tuple[tf.data.Dataset, tf.TensorShape, Optional[int]]:
+def _unlabeled_target(target: Any, method: str) -> tuple[tf.data.Dataset, tf.TensorShape, Optional[int]]:
     """The target as a dataset of points, its feature shape and length."""
     if target is None:
-        raise ValueError("DANN.fit needs unlabeled target-domain data: pass target=<array or dataset of "
+        where = method if method == "paired_dataset" else f"{method}.fit"
+        raise ValueError(f"{where} needs unlabeled target-domain data: pass target=<array or dataset of "
                          "points>, or x as a dataset of ((x_source, x_target), y_source) batches "
                          "(see paired_dataset)")
-    labeled = "DANN: the target data must be unlabeled (features only, as the model would be called on)"
+    labeled = f"{method}: the target data must be unlabeled (features only, as the model would be called on)"
     if _is_dataset(target):
         spec = target.element_spec
         if isinstance(spec, (tuple, dict)) or not isinstance(spec, tf.TensorSpec):
@@ -86,15 +98,15 @@ def _unlabeled_target(target: Any) -> tuple[tf.data.Dataset, tf.TensorShape, Opt
                          f"of {len(target)} items (labels?)")
     x = np.asarray(target) if not isinstance(target, tf.Tensor) else target
     if len(x) == 0:
-        raise ValueError("DANN: the target data is empty")
+        raise ValueError(f"{method}: the target data is empty")
     return tf.data.Dataset.from_tensor_slices(x), tf.TensorShape(x.shape[1:]), len(x)
 
 
-def check_same_features(source_shape: tf.TensorShape, target_shape: tf.TensorShape) -> None:
+def check_same_features(source_shape: tf.TensorShape, target_shape: tf.TensorShape, method: str) -> None:
     """Source and target points must have the same shape (the model sees both)."""
     if not source_shape.is_compatible_with(target_shape):
         raise ValueError(
-            f"DANN: source and target points must have the same shape, got source {source_shape} and "
+            f"{method}: source and target points must have the same shape, got source {source_shape} and "
             f"target {target_shape} (shapes without the batch dimension)")
 
 
@@ -113,8 +125,9 @@ def paired_dataset(
     source_fraction: float = 0.5,
     shuffle: bool = True,
     seed: Optional[int] = None,
+    method: str = "paired_dataset",
 ) -> tf.data.Dataset:
-    """Endless `((x_source, x_target), y_source)` batches for `DANN.fit`.
+    """Endless `((x_source, x_target), y_source)` batches for `DANN.fit` (and `CDAN`'s, `MDD`'s).
 
     Args:
       source: labeled source data: `(x, y)` arrays, or a dataset of `(x, y)` points (unbatched).
@@ -124,14 +137,15 @@ def paired_dataset(
       source_fraction: the source share of each batch (half by default).
       shuffle: reshuffle each domain on every pass.
       seed: shuffling seed of the source; the target uses `seed + 1`.
+      method: the name the error messages start with (the model's, when its `fit` calls this).
 
     Each batch holds `round(batch_size * source_fraction)` source points and
     the rest target points; incomplete batches are dropped. Pass
     `steps_per_epoch` to `fit` (the dataset is endless).
     """
-    source_points, source_shape, n_source = _labeled_source(source)
-    target_points, target_shape, n_target = _unlabeled_target(target)
-    check_same_features(source_shape, target_shape)
+    source_points, source_shape, n_source = _labeled_source(source, method)
+    target_points, target_shape, n_target = _unlabeled_target(target, method)
+    check_same_features(source_shape, target_shape, method)
     source_batch, target_batch = split_batch_size(batch_size, source_fraction)
     target_seed = None if seed is None else seed + 1
     sources = _endless_batches(source_points, n_source, source_batch, shuffle, seed)
@@ -140,12 +154,48 @@ def paired_dataset(
         lambda labeled, x_target: ((labeled[0], x_target), labeled[1]))
 
 
-def check_paired_spec(spec: Any) -> None:
+def check_paired_spec(spec: Any, method: str) -> None:
     """`fit(x=dataset)`: its elements must be `((x_source, x_target), y_source[, w])` batches."""
     ok = (isinstance(spec, tuple) and len(spec) in (2, 3) and isinstance(spec[0], tuple) and len(spec[0]) == 2)
     if not ok:
         raise ValueError(
-            "DANN.fit: a dataset passed as x must yield ((x_source, x_target), y_source) batches "
-            f"(see grad_reverse.dann.paired_dataset); got elements {spec}. For a dataset of labeled "
+            f"{method}.fit: a dataset passed as x must yield ((x_source, x_target), y_source) batches "
+            f"(see grad_reverse.adaptation.paired_dataset); got elements {spec}. For a dataset of labeled "
             "source points, pass it with target=<target points>")
-    check_same_features(spec[0][0].shape[1:], spec[0][1].shape[1:])
+    check_same_features(spec[0][0].shape[1:], spec[0][1].shape[1:], method)
+
+
+def fit_batches(method: str, x: Any, y: Any, batch_size: Optional[int], target: Any,
+                steps_per_epoch: Optional[int], source_fraction: float, shuffle: bool,
+                seed: Optional[int], keras_kwargs: dict) -> tuple:
+    """`(dataset of batches, steps per epoch, the spec of a source batch's points)` from what
+    `fit(x, y, batch_size, target=..., ...)` was given (see `AdversarialModel.fit`);
+    `keras_kwargs`, the arguments for Keras' `fit`, are checked for those it cannot take."""
+    for unsupported in ("validation_split", "sample_weight", "class_weight"):
+        if keras_kwargs.get(unsupported) is not None:
+            raise ValueError(f"{method}.fit does not take {unsupported}: put per-point weights of the source "
+                             "into the batches as ((x_source, x_target), y_source, weights) instead"
+                             if unsupported != "validation_split" else
+                             f"{method}.fit does not take validation_split: pass validation_data")
+    if isinstance(x, tf.data.Dataset) and y is None and target is None:
+        check_paired_spec(x.element_spec, method)
+        if batch_size is not None:
+            raise ValueError(f"{method}.fit: batch_size applies to arrays; a dataset of batches has its own")
+        dataset, known = x, int(x.cardinality())
+        steps = steps_per_epoch or (known if known > 0 else None)
+    else:
+        if y is None and not isinstance(x, tf.data.Dataset):
+            raise ValueError(f"{method}: the source data must be labeled: "
+                             "fit(x_source, y_source, target=x_target)")
+        if isinstance(x, tf.data.Dataset) and y is not None:
+            raise ValueError(f"{method}.fit: with a dataset x, its elements carry the labels: pass y=None")
+        source = x if isinstance(x, tf.data.Dataset) else (x, y)
+        batch_size = DEFAULT_BATCH_SIZE if batch_size is None else batch_size
+        dataset = paired_dataset(source, target, batch_size, source_fraction=source_fraction,
+                                 shuffle=shuffle, seed=seed, method=method)
+        n_source = source_length(source)
+        source_batch, _ = split_batch_size(batch_size, source_fraction)
+        steps = steps_per_epoch or (None if n_source is None else one_pass_steps(n_source, source_batch))
+    if steps is None:
+        raise ValueError(f"{method}.fit: this data does not tell its length; pass steps_per_epoch")
+    return dataset, steps, dataset.element_spec[0][0]

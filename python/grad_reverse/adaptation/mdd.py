@@ -19,7 +19,7 @@ These are Transfer-Learning-Library's `ClassificationMarginDisparityDiscrepancy`
 and `RegressionMarginDisparityDiscrepancy` (negated: TLlib trains `-mdd`),
 with the source and target means taken separately, so the shares may differ.
 The default lambda schedule is TLlib's warm start: up to 0.1, steepness 1,
-over 1000 steps (`schedules.warm_start_lambda`).
+over 1000 steps (`grad_reverse.schedule.warm_start_lambda`).
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ from typing import Any, Optional
 import tensorflow as tf
 
 from grad_reverse._keras import keras
-from grad_reverse.dann.model import AdversarialModel, check_part
-from grad_reverse.dann.probabilities import class_log_probabilities, tell_from_logits
-from grad_reverse.dann.schedules import DEFAULT_WARM_START_STEPS, _finite
+from grad_reverse.adaptation.data import finite
+from grad_reverse.adaptation.model import AdversarialModel, check_part, class_log_probabilities, tell_from_logits
 from grad_reverse.ops import grad_reverse
+from grad_reverse.schedule import DEFAULT_WARM_START_STEPS
 
 FORMS = ("classification", "regression")
 DEFAULT_MARGINS = {"classification": 4.0, "regression": 1.0}  # TLlib's
@@ -82,7 +82,7 @@ class MDD(AdversarialModel):
       trade_off: eta, the transfer term's weight in the objective.
       form: `"classification"` or `"regression"`.
       lambda_max, gamma, lambda_schedule, warm_start_steps: the reversal's
-        schedule (see `schedules`); default TLlib's warm start to 0.1.
+        schedule (see `grad_reverse.schedule`); default TLlib's warm start to 0.1.
 
     `compile(optimizer, loss, metrics, part_optimizers=..., label_from_logits=...)`;
     parts with their own optimizer: `feature_extractor`, `adversarial_head`.
@@ -102,7 +102,7 @@ class MDD(AdversarialModel):
                          warm_start_steps=warm_start_steps, **kwargs)
         if form not in FORMS:
             raise ValueError(f"MDD: form must be one of {FORMS}, got {form!r}")
-        margin = DEFAULT_MARGINS[form] if margin is None else _finite("MDD: margin", margin)
+        margin = DEFAULT_MARGINS[form] if margin is None else finite("MDD: margin", margin)
         if margin <= 0.0:
             raise ValueError(f"MDD: margin (the margin factor gamma) must be > 0, got {margin}; "
                              "the paper and TLlib use 4 (classification), 1 for regression")
@@ -112,7 +112,7 @@ class MDD(AdversarialModel):
             adversarial_head = copy_of(label_head)
         self.adversarial_head = check_part("MDD", "adversarial_head", adversarial_head)
         self.margin = margin
-        self.trade_off = _finite("MDD: trade_off", trade_off)
+        self.trade_off = finite("MDD: trade_off", trade_off)
         self.form = form
         self._label_from_logits = False
         self._label_activation: Optional[str] = None
