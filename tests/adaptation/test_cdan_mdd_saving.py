@@ -12,7 +12,7 @@ import tensorflow as tf
 from grad_reverse._keras import keras
 from grad_reverse.dann import CDAN, MDD
 from grad_reverse.serving import check_serving, export_serving
-from test_demo import graph_op_types
+from helpers.models import graph_op_types
 
 
 def points(seed: int = 0, n: int = 48) -> tuple:

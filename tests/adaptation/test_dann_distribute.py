@@ -5,7 +5,7 @@ custom loop under MultiWorkerMirroredStrategy with two local workers (Keras
 and MDD too. Both compared with one device training on the same global batches.
 
 The scenarios run in fresh processes (this file as a script), with the
-helpers of test_distribute.py; each prints one `RESULT <json>` line.
+helpers of tests/helpers/distribute.py; each prints one `RESULT <json>` line.
 """
 
 from __future__ import annotations
@@ -18,15 +18,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from dann_models import dann, domains
-import test_cdan_mdd_distribute as peers  # CDAN+E's and MDD's models and batches
+from helpers.models import CDAN_MDD_STEPS, cdan_mdd, cdan_mdd_batches, cdan_mdd_one_device, dann, domains
 from grad_reverse._keras import keras
-from test_distribute import RESULT_MARKER, as_arrays, as_lists, assert_weights_close, max_abs_difference
-from test_distribute import run_scenario, run_workers
+from helpers.distribute import RESULT_MARKER, as_arrays, as_lists, assert_weights_close, max_abs_difference
+from helpers.distribute import run_scenario, run_workers
 
 SOURCE_PER_BATCH = 16  # global batch: 16 source + 16 target points
 STEPS = 6
-WORKER_METHODS = ("dann", "cdan", "mdd")  # cdan: CDAN+E (test_cdan_mdd_distribute.make)
+WORKER_METHODS = ("dann", "cdan", "mdd")  # cdan: CDAN+E (helpers.models.cdan_mdd)
 
 
 def global_batches() -> tf.data.Dataset:
@@ -90,7 +89,7 @@ def worker_scenario() -> dict:
                 model, batches, steps = compiled(), global_batches(), STEPS
                 model(np.zeros((1, 2), "float32"))
             else:
-                model, batches, steps = peers.make(method), peers.global_batches(), peers.STEPS
+                model, batches, steps = cdan_mdd(method), cdan_mdd_batches(), CDAN_MDD_STEPS
             model.build_optimizers()
         result[method] = custom_loop(strategy, model, batches, steps)
     return result
@@ -154,7 +153,7 @@ def test_multi_worker_custom_loop_of_train_step_equals_one_process(worker_result
     if method == "dann":
         single, single_lambda = one_device(initial)
     else:
-        single = peers.one_device(method, initial)
+        single = cdan_mdd_one_device(method, initial)
     assert max_abs_difference(single, initial) > 1e-2
     assert_weights_close(workers[0], single, f"MultiWorkerMirroredStrategy {method} train_step loop vs one process")
     if method == "dann":

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from dann_models import dann, domains, parts
+from helpers.models import dann, domains, parts
 from grad_reverse._keras import keras
 from grad_reverse.dann import DANN, paired_dataset
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from dann_models import RecordW, compile_reversal, dann, domains, reversal_dann
+from helpers.models import RecordW, compile_reversal, dann, domains, reversal_dann
 from grad_reverse._keras import keras
 from grad_reverse.dann import DANN
 

@@ -7,7 +7,7 @@ state, and bad input is refused at compile, before any step."""
 import numpy as np
 import pytest
 
-from dann_models import dann, domains
+from helpers.models import dann, domains
 from grad_reverse._keras import keras
 from grad_reverse.dann import DANN, DANNLearningRateSchedule, ScaledLearningRate
 

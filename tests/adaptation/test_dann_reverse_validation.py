@@ -7,7 +7,7 @@ refused."""
 import numpy as np
 import pytest
 
-from dann_models import dann, domains
+from helpers.models import dann, domains
 from grad_reverse._keras import keras
 from grad_reverse.dann import ReverseValidation, reverse_validation, select_by_reverse_validation
 from grad_reverse.dann.reverse_validation import split_indices

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from dann_models import dann, domains
+from helpers.models import dann, domains
 from grad_reverse._keras import keras
 from grad_reverse.dann import DANN, DANNLearningRateSchedule
 from grad_reverse.serving import check_serving, export_serving
-from test_demo import graph_op_types
+from helpers.models import graph_op_types
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ input gets errors naming what is accepted."""
 import numpy as np
 import pytest
 
-from dann_models import points
+from helpers.models import points
 from grad_reverse._keras import keras
 from grad_reverse.dann import MDD
 

@@ -13,7 +13,7 @@ import grad_reverse
 from grad_reverse._keras import keras
 from grad_reverse.schedule import DANNLambdaSchedule, dann_lambda
 
-from conftest import ramp, unknown_length_dataset
+from helpers.tensors import ramp, unknown_length_dataset
 
 
 def reversal_model(lambda_):

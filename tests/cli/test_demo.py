@@ -19,8 +19,8 @@ from grad_reverse._keras import KERAS_3, keras
 from grad_reverse.demo import DEFAULT_OUT, DEFAULT_STEPS, cli, data, experiment, models, plot, progress, training
 from grad_reverse.schedule import DANNLambdaSchedule, dann_lambda
 
-from conftest import unknown_length_dataset
-from dann_models import RecordW
+from helpers.tensors import unknown_length_dataset
+from helpers.models import RecordW, graph_op_types
 
 # Four seeds of the full demo (3000 steps each): over seeds 0-19, with the
 # paper's objective and lambda_max 6, DANN's target accuracy was 0.82-1.00
@@ -231,14 +231,6 @@ def test_run_writes_the_plot_and_results(demo_run):
     with open(demo_run["results"]) as f:
         saved = json.load(f)
     assert saved["runs"] == demo_run["runs"] and saved["export"] == demo_run["export"]
-
-
-def graph_op_types(concrete_function) -> set:
-    graph_def = concrete_function.graph.as_graph_def()
-    ops = {node.op for node in graph_def.node}
-    for function in graph_def.library.function:
-        ops.update(node.op for node in function.node_def)
-    return ops
 
 
 def test_export_serves_the_trained_dann_without_the_op(demo_run):

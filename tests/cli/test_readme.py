@@ -38,7 +38,7 @@ import grad_reverse
 from grad_reverse import __main__ as cli
 from grad_reverse._keras import keras
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 DOCUMENTS = [README, *sorted((ROOT / "docs").glob("*.md"))]
 # A fence may be indented (a block inside a list item); its code is dedented.

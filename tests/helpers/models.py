@@ -1,4 +1,4 @@
-"""Small models for the DANN, CDAN and MDD tests (a helper module, not a test file)."""
+"""Small models for the DANN, CDAN and MDD tests (tests/adaptation/, tests/cli/)."""
 
 from __future__ import annotations
 
@@ -121,3 +121,70 @@ class RecordW(keras.callbacks.Callback):
 
     def _w(self) -> float:
         return float(self.layer(self.model).kernel.numpy()[0, 0])
+
+
+# ------------------------------------------- the GradReverse layer in a model
+
+
+def dann_model(grl: keras.layers.Layer, seed: int = 0) -> keras.Model:
+    """Feature extractor -> label head; feature extractor -> GRL -> domain head."""
+    keras.utils.set_random_seed(seed)
+    inputs = keras.Input((4,))
+    features = keras.layers.Dense(8, activation="relu", name="features")(inputs)
+    label = keras.layers.Dense(1, activation="sigmoid", name="label")(features)
+    domain_hidden = keras.layers.Dense(6, activation="relu", name="domain_hidden")(grl(features))
+    domain = keras.layers.Dense(1, activation="sigmoid", name="domain")(domain_hidden)
+    return keras.Model(inputs, {"label": label, "domain": domain})
+
+
+def batch(n=32, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, 4)).astype("float32")
+    return x, {"label": (x[:, :1] > 0).astype("float32"), "domain": (x[:, 1:2] > 0).astype("float32")}
+
+
+def graph_op_types(concrete_function) -> set:
+    graph_def = concrete_function.graph.as_graph_def()
+    ops = {node.op for node in graph_def.node}
+    for function in graph_def.library.function:
+        ops.update(node.op for node in function.node_def)
+    return ops
+
+
+# --------------------------------------------- CDAN+E and MDD under tf.distribute
+
+
+CDAN_MDD_STEPS = 4  # the CDAN+E and MDD distribute tests' fit steps
+
+
+def cdan_mdd_batches() -> tf.data.Dataset:
+    """The same global batch of 8 source + 8 target points every step."""
+    rng = np.random.default_rng(0)
+    x_source = rng.standard_normal((8, 2)).astype("float32")
+    y_source = (x_source[:, 0] > 0).astype("int32")
+    x_target = (rng.standard_normal((8, 2)) + [1.0, -0.5]).astype("float32")
+    return tf.data.Dataset.from_tensors(((x_source, x_target), y_source)).repeat()
+
+
+def cdan_mdd(method: str, trade_off: float = 1.0) -> keras.Model:
+    """CDAN+E (`method` "cdan") or MDD, compiled with SGD, built."""
+    keras.utils.set_random_seed(0)
+    feature_extractor = keras.Sequential([keras.Input((2,)), keras.layers.Dense(4, activation="tanh")])
+    label_head = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, activation="softmax")])
+    if method == "cdan":
+        domain_head = keras.Sequential([keras.Input((8,)), keras.layers.Dense(1)])
+        model = CDAN(feature_extractor, label_head, domain_head, entropy_conditioning=True,
+                     lambda_schedule="constant")
+        model.compile(keras.optimizers.SGD(0.3), "sparse_categorical_crossentropy", domain_loss_weight=trade_off)
+    else:
+        model = MDD(feature_extractor, label_head, lambda_schedule="constant", lambda_max=0.5, trade_off=trade_off)
+        model.compile(keras.optimizers.SGD(0.3), "sparse_categorical_crossentropy")
+    model(np.zeros((1, 2), "float32"))
+    return model
+
+
+def cdan_mdd_one_device(method: str, initial: list, trade_off: float = 1.0) -> list:
+    model = cdan_mdd(method, trade_off)
+    model.set_weights(initial)
+    model.fit(cdan_mdd_batches(), epochs=1, steps_per_epoch=CDAN_MDD_STEPS, verbose=0)
+    return model.get_weights()

@@ -23,7 +23,7 @@ import grad_reverse
 from grad_reverse import _backward, _gpu_support, ops
 from grad_reverse._backward import decide
 from grad_reverse._xla import kernel_devices
-from conftest import LAMBDAS, assert_bitwise_equal
+from helpers.tensors import LAMBDAS, assert_bitwise_equal
 
 GPUS = ["/physical_device:GPU:0"]
 NO_NVCC = {"cuda": False, "cuda_note": "no CUDA toolkit (nvcc) found at build time",

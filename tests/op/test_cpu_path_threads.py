@@ -10,7 +10,7 @@ import threading
 import numpy as np
 import pytest
 
-from test_kernels_module import HALF_TYPES, _kernels, _run_with_cpu_path_variable
+from helpers.kernels import HALF_TYPES, _kernels, op_library, run_with_cpu_path_variable
 
 THREADS = 6
 CALLS = 150
@@ -107,14 +107,14 @@ print(sorted(set(seen)), len(seen), sorted(set(errors)), len(errors))
 def test_threads_racing_the_first_read_of_the_variable_all_get_its_path(value):
     if value != "auto" and value not in _kernels.cpu_paths():
         pytest.skip(f"this CPU does not support the {value} path")
-    done = _run_with_cpu_path_variable(value, RACE)
+    done = run_with_cpu_path_variable(value, RACE)
     assert done.returncode == 0, done.stderr
     path = _kernels.cpu_paths()[-1] if value == "auto" else value
     assert done.stdout.split("\n")[0] == f"[('{path}', True)] 8 [] 0", done.stdout
 
 
 def test_threads_racing_the_first_read_of_an_invalid_variable_all_get_the_error():
-    done = _run_with_cpu_path_variable("avx9000", RACE)
+    done = run_with_cpu_path_variable("avx9000", RACE)
     assert done.returncode == 0, done.stderr
     error = "GRAD_REVERSE_CPU_PATH='avx9000' is not a CPU path; accepted here: auto, " + ", ".join(
         _kernels.cpu_paths())
@@ -129,7 +129,6 @@ def test_switching_the_op_library_path_while_tensorflow_runs_the_kernel():
     import tensorflow as tf
 
     import grad_reverse
-    from test_op import op_library
 
     library = op_library()
     paths = [p.encode() for p in _kernels.cpu_paths()] + [b"auto"]

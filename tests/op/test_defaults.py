@@ -11,7 +11,7 @@ import tensorflow as tf
 import grad_reverse
 from grad_reverse import reference
 from grad_reverse.schedule import DANNLambdaSchedule, dann_lambda
-from conftest import assert_bitwise_equal, forward_backward
+from helpers.tensors import assert_bitwise_equal, forward_backward
 
 
 @pytest.mark.parametrize("name, fn", [

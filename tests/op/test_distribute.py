@@ -14,11 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
-import subprocess
 import sys
-import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,10 +22,10 @@ import keras
 import tensorflow as tf
 
 import grad_reverse
-from test_layer import batch, dann_model
+from helpers.distribute import RESULT_MARKER, as_arrays, as_lists, assert_weights_close, max_abs_difference
+from helpers.distribute import run_scenario, run_workers
+from helpers.models import batch, dann_model
 
-RESULT_MARKER = "RESULT "
-SCENARIO_TIMEOUT_S = 180  # whole-process bound; a healthy run takes a fraction of it
 COLLECTIVE_TIMEOUT_S = 60  # a worker whose peer died fails instead of waiting forever
 LAMBDA = 0.5
 LOSSES = {"label": "binary_crossentropy", "domain": "binary_crossentropy"}
@@ -60,109 +56,6 @@ def sgd_steps(model: keras.Model, x, y, steps: int) -> list[np.ndarray]:
     for _ in range(steps):
         step()
     return model.get_weights()
-
-
-def as_lists(arrays) -> list:
-    return [np.asarray(a).tolist() for a in arrays]  # float32 -> Python float is exact
-
-
-def as_arrays(lists) -> list[np.ndarray]:
-    return [np.asarray(a, np.float32) for a in lists]
-
-
-def run_scenario(args: list[str], env_update: dict[str, str], timeout: float = SCENARIO_TIMEOUT_S,
-                 script: str = __file__) -> dict:
-    """Runs `script` (this file by default) as a script and returns its RESULT json."""
-    process = start_scenario(args, env_update, script)
-    try:
-        stdout, stderr = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        stop(process)
-        stderr = process.communicate(timeout=30)[1]
-        pytest.fail(f"scenario {args} did not finish within {timeout}s\nstderr tail:\n{stderr[-4000:]}")
-    finally:
-        stop(process)
-    return parse_result(process, stdout, stderr)
-
-
-def start_scenario(args: list[str], env_update: dict[str, str], script: str = __file__) -> subprocess.Popen:
-    # The environment passes through (PYTHONPATH when testing a source tree,
-    # nothing when testing an installed package); the script's own directory
-    # puts test_layer/conftest on sys.path. CPU only: the scenarios are about
-    # logical CPU devices and loopback workers, not whatever GPU a host has.
-    env = dict(os.environ, CUDA_VISIBLE_DEVICES="-1", TF_CPP_MIN_LOG_LEVEL="2")
-    env.pop("TF_CONFIG", None)  # only a worker gets one, its own
-    env.update(env_update)
-    return subprocess.Popen([sys.executable, str(Path(script).resolve()), *args], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        process.kill()
-        process.wait(timeout=30)
-
-
-def parse_result(process: subprocess.Popen, stdout: str, stderr: str) -> dict:
-    lines = [line for line in stdout.splitlines() if line.startswith(RESULT_MARKER)]
-    assert process.returncode == 0 and lines, (
-        f"scenario {process.args[2:]} exited with {process.returncode}\n"
-        f"stdout tail:\n{stdout[-2000:]}\nstderr tail:\n{stderr[-4000:]}"
-    )
-    return json.loads(lines[-1][len(RESULT_MARKER):])
-
-
-def free_loopback_ports(count: int) -> list[int]:
-    """Ports the kernel reports free on 127.0.0.1 now (held together so they differ)."""
-    sockets = []
-    try:
-        for _ in range(count):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind(("127.0.0.1", 0))
-            sockets.append(s)
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
-
-
-def assert_weights_close(actual, expected, what: str, rtol=1e-5, atol=1e-6) -> None:
-    assert len(actual) == len(expected), what
-    for i, (a, e) in enumerate(zip(actual, expected)):
-        np.testing.assert_allclose(a, e, rtol=rtol, atol=atol, err_msg=f"{what}: weight {i}")
-
-
-def max_abs_difference(a, b) -> float:
-    return max(float(np.max(np.abs(x - y))) if x.size else 0.0 for x, y in zip(a, b))
-
-
-def run_workers(args: list[str], workers: int, script: str = __file__) -> list[dict]:
-    """Runs `script args` as `workers` MultiWorkerMirroredStrategy workers on
-    127.0.0.1 ports (one TF_CONFIG each); returns their RESULT jsons in task order."""
-    ports = free_loopback_ports(workers)
-    cluster = {"worker": [f"127.0.0.1:{port}" for port in ports]}
-    processes = []
-    outputs = {}
-    try:
-        for index in range(workers):
-            tf_config = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})
-            processes.append(start_scenario(args, {"TF_CONFIG": tf_config}, script))
-        deadline = time.monotonic() + SCENARIO_TIMEOUT_S
-        for index, process in enumerate(processes):
-            try:
-                outputs[index] = process.communicate(timeout=max(1.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                for p in processes:
-                    stop(p)
-                # After a kill, communicate() returns everything each one wrote.
-                stderr = "\n".join(
-                    f"--- worker {i}:\n{(outputs[i] if i in outputs else p.communicate(timeout=30))[1][-3000:]}"
-                    for i, p in enumerate(processes))
-                pytest.fail(f"workers did not finish within {SCENARIO_TIMEOUT_S}s on {cluster}\n{stderr}")
-    finally:
-        for process in processes:
-            stop(process)
-    return [parse_result(processes[i], *outputs[i]) for i in range(workers)]
 
 
 # --------------------------------------------------- scenario: MirroredStrategy
@@ -284,7 +177,7 @@ def worker_scenario() -> dict:
 
 @pytest.fixture(scope="module")
 def mirrored():
-    return run_scenario(["mirrored"], {})
+    return run_scenario(["mirrored"], {}, script=__file__)
 
 
 def test_mirrored_per_replica_gradients_are_minus_lambda_times_that_replicas_dy(mirrored):
@@ -319,7 +212,7 @@ def test_multi_worker_custom_loop_workers_agree_and_equal_a_single_process_run()
     # Loopback addresses only. (TensorFlow's gRPC server itself listens on
     # 0.0.0.0:<port>, hard-coded in its grpc_server_lib; the workers reach
     # each other through 127.0.0.1.)
-    results = run_workers(["worker"], MW_WORKERS)
+    results = run_workers(["worker"], MW_WORKERS, script=__file__)
 
     assert [r["task"] for r in results] == [0, 1] and all(r["replicas"] == 2 for r in results)
     workers = [as_arrays(r["weights"]) for r in results]

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import grad_reverse
 from grad_reverse import reference
-from conftest import DTYPES, assert_bitwise_equal, forward_backward
+from helpers.tensors import DTYPES, assert_bitwise_equal, forward_backward
 
 SPECIALS = ("zero", "negative zero", "max", "lowest", "smallest normal", "smallest subnormal")
 # A Python float is a constant in a tf.function, one trace per value: it is

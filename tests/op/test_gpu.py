@@ -19,8 +19,8 @@ import tensorflow as tf
 
 import grad_reverse
 from grad_reverse import _backward, _gpu_support
-from conftest import LAMBDAS, assert_bitwise_equal, data_pointer, random_tensor
-from conftest import native_forward_backward as forward_backward
+from helpers.tensors import LAMBDAS, assert_bitwise_equal, data_pointer, random_tensor
+from helpers.tensors import native_forward_backward as forward_backward
 
 GPUS = tf.config.list_physical_devices("GPU")
 pytestmark = pytest.mark.skipif(

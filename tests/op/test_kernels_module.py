@@ -5,25 +5,16 @@ The CPU checks run on every CPU path (cc/kernels/cpu_paths.h) this machine
 supports, forced with `_kernels.set_cpu_path`; the portable path runs everywhere."""
 
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 ml_dtypes = pytest.importorskip("ml_dtypes")  # ships with TensorFlow
 
-if os.environ.get("GRAD_REVERSE_KERNELS_DIR"):
-    # A kernels-only build (scripts/sanitize.sh): import the module by itself,
-    # without the package, which would import TensorFlow.
-    sys.path.insert(0, os.environ["GRAD_REVERSE_KERNELS_DIR"])
-    import _kernels
-else:
-    from grad_reverse import _kernels
+from helpers.kernels import HALF_TYPES, _kernels, run_with_cpu_path_variable
 
 LAMBDAS = [0.0, 0.1, 1.0, 6.0, 30.0, -1.0, 1e-3]
 FLOAT_TYPES = [np.float32, np.float64]
-HALF_TYPES = [np.float16, ml_dtypes.bfloat16]
 
 
 def expected(x: np.ndarray, lambda_: float) -> np.ndarray:
@@ -173,29 +164,14 @@ def test_set_cpu_path_rejects_unknown_and_unsupported_paths():
     assert _kernels.cpu_path() == _kernels.cpu_paths()[-1] or "GRAD_REVERSE_CPU_PATH" in os.environ
 
 
-def _run_with_cpu_path_variable(value: str, code: str) -> subprocess.CompletedProcess:
-    """Runs `code` in a fresh interpreter that imports this very module file
-    as `_kernels` (without the package, so without TensorFlow)."""
-    prelude = (
-        "import importlib.machinery, importlib.util\n"
-        f"loader = importlib.machinery.ExtensionFileLoader('_kernels', {_kernels.__file__!r})\n"
-        "spec = importlib.util.spec_from_loader('_kernels', loader)\n"
-        "_kernels = importlib.util.module_from_spec(spec); loader.exec_module(_kernels)\n"
-        "import numpy as np\n"
-    )
-    env = dict(os.environ, GRAD_REVERSE_CPU_PATH=value)
-    return subprocess.run([sys.executable, "-c", prelude + code], env=env,
-                          capture_output=True, text=True, timeout=120)
-
-
 def test_environment_variable_forces_the_path():
-    done = _run_with_cpu_path_variable("portable", "print(_kernels.cpu_path())")
+    done = run_with_cpu_path_variable("portable", "print(_kernels.cpu_path())")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "portable"
 
 
 def test_invalid_environment_variable_is_a_clear_error_not_a_silent_fallback():
-    done = _run_with_cpu_path_variable(
+    done = run_with_cpu_path_variable(
         "avx9000", "_kernels.neg_scale_cpu(np.ones(3, np.float32), 1.0)")
     assert done.returncode != 0
     assert "ValueError: GRAD_REVERSE_CPU_PATH='avx9000' is not a CPU path" in done.stderr

@@ -8,7 +8,8 @@ import tensorflow as tf
 
 import grad_reverse
 from grad_reverse import reference
-from conftest import assert_bitwise_equal
+from helpers.models import batch, dann_model
+from helpers.tensors import assert_bitwise_equal
 
 
 class ReferenceGRL(keras.layers.Layer):
@@ -20,23 +21,6 @@ class ReferenceGRL(keras.layers.Layer):
 
     def call(self, inputs, training=None):
         return reference.grad_reverse(inputs, self.lambda_)
-
-
-def dann_model(grl: keras.layers.Layer, seed: int = 0) -> keras.Model:
-    """Feature extractor -> label head; feature extractor -> GRL -> domain head."""
-    keras.utils.set_random_seed(seed)
-    inputs = keras.Input((4,))
-    features = keras.layers.Dense(8, activation="relu", name="features")(inputs)
-    label = keras.layers.Dense(1, activation="sigmoid", name="label")(features)
-    domain_hidden = keras.layers.Dense(6, activation="relu", name="domain_hidden")(grl(features))
-    domain = keras.layers.Dense(1, activation="sigmoid", name="domain")(domain_hidden)
-    return keras.Model(inputs, {"label": label, "domain": domain})
-
-
-def batch(n=32, seed=0):
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((n, 4)).astype("float32")
-    return x, {"label": (x[:, :1] > 0).astype("float32"), "domain": (x[:, 1:2] > 0).astype("float32")}
 
 
 def feature_gradients(model, x, y, training=True):

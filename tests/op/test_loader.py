@@ -132,7 +132,7 @@ def test_no_library_at_all_says_how_to_build_one(tmp_path):
 def test_the_loaders_range_is_the_builds_range():
     import importlib.util
 
-    path = Path(__file__).resolve().parents[1] / "build_tools" / "tensorflow_requirement.py"
+    path = Path(__file__).resolve().parents[2] / "build_tools" / "tensorflow_requirement.py"
     spec = importlib.util.spec_from_file_location("tensorflow_requirement", path)
     requirement = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(requirement)

@@ -17,7 +17,7 @@ import pytest
 import tensorflow as tf
 
 import grad_reverse
-from conftest import forward_backward
+from helpers.tensors import forward_backward
 
 MODES = ["eager", "tf.function", "xla"]
 KINDS = ["number", "constant", "argument", "variable"]

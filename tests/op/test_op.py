@@ -1,6 +1,5 @@
 """The native op against the pure-Python reference: values, gradients, modes."""
 
-import ctypes
 import os
 import subprocess
 import sys
@@ -10,9 +9,10 @@ import pytest
 import tensorflow as tf
 
 import grad_reverse
-from grad_reverse import _kernels, _loader, reference
+from grad_reverse import _kernels, reference
 from grad_reverse._keras import KERAS_3, keras
-from conftest import LAMBDAS, SHAPES, assert_bitwise_equal, data_pointer, forward_backward, random_tensor
+from helpers.tensors import LAMBDAS, SHAPES, assert_bitwise_equal, data_pointer, forward_backward, random_tensor
+from helpers.kernels import op_library
 
 
 def test_eager_forward_is_identity_and_backward_matches_reference_bitwise(dtype):
@@ -293,15 +293,6 @@ def test_lambda_of_wrong_type_is_a_type_error(lambda_):
 # ------------------------------------------------- CPU paths of the kernel ----
 
 ALL_CPU_PATHS = ["portable", "avx2", "avx512", "avx512bf16"]
-
-
-def op_library() -> ctypes.CDLL:
-    """The loaded op library (dlopen of a loaded path returns it), for its C
-    functions that report and force the CPU path (cc/kernels/cpu_paths.h)."""
-    library = ctypes.CDLL(str(_loader.library_path()))
-    library.GradReverseCpuPath.restype = ctypes.c_char_p
-    library.GradReverseSetCpuPath.argtypes = [ctypes.c_char_p]
-    return library
 
 
 @pytest.fixture(params=ALL_CPU_PATHS)

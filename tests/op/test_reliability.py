@@ -18,8 +18,9 @@ import tensorflow as tf
 
 import grad_reverse
 from grad_reverse.bench import backward_allocations
-from conftest import DTYPES, as_numpy, assert_bitwise_equal, bits, random_tensor
-from conftest import native_forward_backward as forward_backward
+from helpers.distribute import script_environment
+from helpers.tensors import DTYPES, as_numpy, assert_bitwise_equal, bits, random_tensor
+from helpers.tensors import native_forward_backward as forward_backward
 
 RESULT_MARKER = "RESULT "
 
@@ -189,7 +190,7 @@ def large_scenario() -> dict:
 def test_half_tensor_of_2_31_plus_7_elements_is_exact_at_both_ends_and_done_in_place():
     # In a fresh process: its peak memory is then this computation's alone,
     # and the 4 GiB go back to the system when it exits.
-    env = dict(os.environ, CUDA_VISIBLE_DEVICES="-1", TF_CPP_MIN_LOG_LEVEL="2")
+    env = script_environment(CUDA_VISIBLE_DEVICES="-1", TF_CPP_MIN_LOG_LEVEL="2")
     process = subprocess.run([sys.executable, str(Path(__file__).resolve()), "large"], env=env,
                              capture_output=True, text=True, timeout=600)
     lines = [line for line in process.stdout.splitlines() if line.startswith(RESULT_MARKER)]

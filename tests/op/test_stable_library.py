@@ -26,7 +26,7 @@ import tensorflow as tf
 import grad_reverse
 from grad_reverse import _loader
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "build_tools"))
 import elf_symbols  # noqa: E402
 

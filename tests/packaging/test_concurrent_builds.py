@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RUN_OP = ("import grad_reverse, tensorflow as tf; "
           "assert grad_reverse.__file__.startswith(sys.argv[1]), grad_reverse.__file__; "
           "print(grad_reverse.grad_reverse(tf.constant([1.0, -2.0]), 0.5).numpy().tolist())")

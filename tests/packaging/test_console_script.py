@@ -12,7 +12,7 @@ import pytest
 
 from grad_reverse import __main__ as cli
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # What pip writes for a [project.scripts] entry `grad-reverse = "grad_reverse.__main__:main"`.
 CONSOLE_SCRIPT = """\

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-SOURCE = Path(os.environ.get("GRAD_REVERSE_SOURCE_DIR") or Path(__file__).resolve().parents[1])
+SOURCE = Path(os.environ.get("GRAD_REVERSE_SOURCE_DIR") or Path(__file__).resolve().parents[2])
 NO_HEADERS = "grad_reverse: no CUDA headers found"
 DTYPES = ("half", "bfloat16", "float", "double")
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CHECK = ROOT / "scripts" / "gpu_check"
 QUICK = ["--cpu-only", "--sizes", "0,3,4097", "--bandwidth-sizes", "64K", "--bandwidth-dtypes", "float32",
          "--reps", "2", "--sanitizers", "memcheck"]

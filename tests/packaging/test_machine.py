@@ -16,7 +16,7 @@ from pathlib import Path
 import grad_reverse
 from grad_reverse import _loader
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "build_tools"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "build_tools"))
 from elf_symbols import ELF_MACHINES, elf_machine  # noqa: E402
 
 

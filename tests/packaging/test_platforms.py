@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PLATFORMS = ROOT / "build_tools" / "supported_platforms.py"
 VARIABLE = "GRAD_REVERSE_ALLOW_UNTESTED_PLATFORM"
 

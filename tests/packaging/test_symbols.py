@@ -21,7 +21,7 @@ import pytest
 import grad_reverse
 from grad_reverse import _loader
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "build_tools"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "build_tools"))
 import elf_symbols  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not (shutil.which("nm") and shutil.which("objdump")),

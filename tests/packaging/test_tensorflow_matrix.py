@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "tensorflow_matrix.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "tensorflow_matrix.py"
 spec = importlib.util.spec_from_file_location("tensorflow_matrix", SCRIPT)
 matrix = importlib.util.module_from_spec(spec)
 sys.modules[spec.name] = matrix  # dataclasses look their module up there

@@ -13,7 +13,7 @@ import tensorflow as tf
 
 import grad_reverse
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PROVIDER = ROOT / "build_tools" / "tensorflow_requirement.py"
 
 

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from test_serving import keras_dann, keras_export
+from helpers.serving import keras_dann, keras_export
 
 tf2onnx = pytest.importorskip("tf2onnx", reason="tf2onnx is not installed (pip install tf2onnx onnxruntime)")
 onnxruntime = pytest.importorskip("onnxruntime", reason="onnxruntime is not installed (pip install tf2onnx onnxruntime)")

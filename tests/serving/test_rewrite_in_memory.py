@@ -13,7 +13,7 @@ from tensorflow.core.protobuf import meta_graph_pb2
 import grad_reverse
 from grad_reverse import reference
 from grad_reverse.serving import rewrite
-from conftest import assert_bitwise_equal, random_tensor
+from helpers.tensors import assert_bitwise_equal, random_tensor
 
 LAMBDA = 0.3
 

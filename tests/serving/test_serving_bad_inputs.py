@@ -17,8 +17,7 @@ import pytest
 
 from grad_reverse import serving
 from grad_reverse.serving import servable
-from test_serving import run_make_servable
-from test_serving_make_servable import tree_hash
+from helpers.serving import run_make_servable, tree_hash
 
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
 
@@ -137,7 +136,7 @@ def test_python_api_names_its_keyword_when_refusing_a_users_folder(tmp_path, sma
 
 
 def test_export_serving_refuses_to_replace_a_users_folder(tmp_path):
-    from test_serving import keras_dann
+    from helpers.serving import keras_dann
 
     dst = tmp_path / "dst"
     users_folder(dst)

@@ -20,7 +20,7 @@ import tensorflow as tf
 import grad_reverse
 from grad_reverse import serving
 from grad_reverse.serving import constants, servable, verify
-from test_serving import keras_dann, keras_export, run_make_servable
+from helpers.serving import keras_dann, keras_export, run_make_servable
 
 LAMBDA = 0.3
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")

@@ -8,7 +8,6 @@ the op), SRC's files are unchanged, and the C++ loader TF Serving embeds runs
 DST without the op library and matches SRC run with it.
 """
 
-import hashlib
 import io
 import json
 import os
@@ -24,7 +23,7 @@ import tensorflow as tf
 import grad_reverse
 from grad_reverse import serving
 from grad_reverse.serving import rewrite, verify
-from test_serving import X, keras_dann, keras_export, runner, runner_outputs  # noqa: F401 (fixture)
+from helpers.serving import X, keras_dann, keras_export, runner_outputs, tree_hash
 
 LAMBDA = 0.3  # not exact in binary: the gradient rewrite must round like the kernel
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
@@ -122,14 +121,6 @@ def save_control_flow(path: Path) -> Path:
     module = ControlFlow()
     tf.saved_model.save(module, str(path), signatures={"serving_default": module.serve, "gradient": module.gradient})
     return path
-
-
-def tree_hash(path: Path) -> dict:
-    return {
-        str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(path.rglob("*"))
-        if p.is_file()
-    }
 
 
 def all_op_types(path: Path) -> set:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from grad_reverse import serving
-from test_serving import hidden
+from helpers.serving import hidden
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ import pytest
 
 from grad_reverse import serving
 from grad_reverse.serving import staging
-from test_serving import hidden, run_make_servable
+from helpers.serving import hidden, run_make_servable
 
 # A make-servable run that stops, printing "staged", once its copy of SRC is written.
 STOPPED_RUN = """
@@ -199,7 +199,7 @@ STOPPED_EXPORT = """
 import sys, time
 sys.path.insert(0, sys.argv[2])
 from grad_reverse.serving import servable
-from test_serving import keras_dann
+from helpers.serving import keras_dann
 
 def stop(*args, **kwargs):
     print("exported", flush=True)
@@ -212,11 +212,11 @@ export_serving(keras_dann(), sys.argv[1])
 
 
 def test_the_keras_export_of_a_killed_export_serving_is_removed_by_the_next_run(tmp_path):
-    from test_serving import keras_dann
+    from helpers.serving import keras_dann
 
     dst = tmp_path / "served"
     child = subprocess.Popen(
-        [sys.executable, "-c", STOPPED_EXPORT, str(dst), str(Path(__file__).parent)],
+        [sys.executable, "-c", STOPPED_EXPORT, str(dst), str(Path(__file__).resolve().parents[1])],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
     )

@@ -13,7 +13,7 @@ import pytest
 import tensorflow as tf
 
 from grad_reverse import serving
-from test_serving import keras_dann, keras_export
+from helpers.serving import keras_dann, keras_export
 
 
 def tflite_interpreter_class():
