@@ -1,7 +1,11 @@
 """Fixtures and hooks for every test; the helpers themselves live in
-tests/helpers/ (`from helpers.tensors import ...`), never imported from here."""
+tests/helpers/ (`from helpers.tensors import ...`), never imported from here.
+Markers (registered in pyproject.toml): `slow` (trains the whole demo,
+trains or builds in subprocesses, large tensors), `build` (packaging and
+the build: every test in tests/packaging/, marked here)."""
 
 import os
+from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
@@ -10,6 +14,22 @@ import pytest
 from helpers.serving import keras_dann, keras_export, runner  # noqa: F401 (runner: a fixture)
 from helpers.skips import pytest_terminal_summary  # noqa: F401 (a hook)
 from helpers.tensors import DTYPES
+
+
+# Fixtures whose set-up trains the whole demo or compiles a program: every
+# test that uses one is slow, whatever its own body does.
+SLOW_FIXTURES = {"demo_run", "runner"}
+PACKAGING = Path(__file__).resolve().parent / "packaging"
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
+def pytest_collection_modifyitems(items):
+    """`slow` on the users of SLOW_FIXTURES, `build` on tests/packaging/."""
+    for item in items:
+        if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+        if PACKAGING in Path(item.path).resolve().parents:
+            item.add_marker(pytest.mark.build)
 
 
 @pytest.fixture(params=DTYPES, ids=lambda d: d.name)

@@ -323,6 +323,7 @@ def saved_weights(export_dir):
     return {n: reader.get_tensor(n) for n in names}
 
 
+@pytest.mark.slow  # trains the demo twice, each in its own process
 def test_the_demo_command_twice_with_one_seed_exports_bitwise_the_same_model(tmp_path):
     import subprocess
     import sys

@@ -57,6 +57,7 @@ def case_counts(output: str) -> dict:
     return counts
 
 
+@pytest.mark.slow  # the driver fixture compiles cc/tests/cuda_emulated_grid with CMake
 def test_every_case_of_the_emulated_grid_equals_the_cpu_kernel(driver):
     result = subprocess.run([str(driver)], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
