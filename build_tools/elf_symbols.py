@@ -3,7 +3,7 @@
 needs, and the CUDA runtime symbols it leaves for another library to define;
 and the CPU it is built for (its ELF header's e_machine).
 
-Used by build_tools/check_wheel.py and by the tests (tests/test_symbols.py).
+Used by build_tools/check_wheel.py and by the tests (tests/packaging/test_symbols.py).
 """
 
 from __future__ import annotations

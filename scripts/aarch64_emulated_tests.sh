@@ -26,9 +26,9 @@ python=${PYTHON:-python3}
 # make-servable rewrite (test_serving_make_servable); the wheel's loader,
 # symbols, kernel module and CPU (test_loader, test_symbols,
 # test_kernels_module, test_machine).
-tests=${GRAD_REVERSE_AARCH64_TESTS:-tests/test_machine.py tests/test_op.py tests/test_backward.py \
-tests/test_lambda_input.py tests/test_nonfinite_lambda.py tests/test_xla.py tests/test_layer.py \
-tests/test_serving_make_servable.py tests/test_loader.py tests/test_symbols.py tests/test_kernels_module.py}
+tests=${GRAD_REVERSE_AARCH64_TESTS:-tests/packaging/test_machine.py tests/op/test_op.py tests/op/test_backward.py \
+tests/op/test_lambda_input.py tests/op/test_nonfinite_lambda.py tests/op/test_xla.py tests/op/test_layer.py \
+tests/serving/test_serving_make_servable.py tests/op/test_loader.py tests/packaging/test_symbols.py tests/op/test_kernels_module.py}
 # Two runs at once need two folders (GRAD_REVERSE_AARCH64_TESTS_DIR).
 work=${GRAD_REVERSE_AARCH64_TESTS_DIR:-build-aarch64-tests}
 mkdir -p "$work" && work=$(cd "$work" && pwd)

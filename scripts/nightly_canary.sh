@@ -18,8 +18,8 @@ wheel=${1:-$(ls dist/grad_reverse-*_x86_64.whl)}
 shift || true
 tests=("$@")
 if [ ${#tests[@]} -eq 0 ]; then
-  tests=(tests/test_op.py tests/test_lambda_input.py tests/test_nonfinite_lambda.py tests/test_layer.py
-         tests/test_loader.py tests/test_stable_library.py tests/test_serving_make_servable.py)
+  tests=(tests/op/test_op.py tests/op/test_lambda_input.py tests/op/test_nonfinite_lambda.py tests/op/test_layer.py
+         tests/op/test_loader.py tests/op/test_stable_library.py tests/serving/test_serving_make_servable.py)
 fi
 work=$PWD/build-canary
 rm -rf "$work"

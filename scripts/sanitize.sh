@@ -27,8 +27,8 @@ LD_PRELOAD="$runtimes" \
 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 GRAD_REVERSE_KERNELS_DIR="$build_dir" \
-  "$python" -m pytest -q --noconftest -p no:cacheprovider tests/test_kernels_module.py \
-    tests/test_cpu_path_threads.py
+  "$python" -m pytest -q --noconftest -p no:cacheprovider tests/op/test_kernels_module.py \
+    tests/op/test_cpu_path_threads.py
 
 emulated="$build_dir/cc/tests/cuda_emulated_grid"
 if [[ -x "$emulated" ]]; then

@@ -14,7 +14,7 @@ build, result, skip reasons) and a log per row.
   python scripts/tensorflow_matrix.py 2.18 2.21@3.13   # chosen rows only
   python scripts/tensorflow_matrix.py --python 3.12 2.20
   python scripts/tensorflow_matrix.py --wheel dist/grad_reverse-*_x86_64.whl
-  python scripts/tensorflow_matrix.py --wheel WHEEL --tests tests/test_op.py tests/test_xla.py
+  python scripts/tensorflow_matrix.py --wheel WHEEL --tests tests/op/test_op.py tests/op/test_xla.py
 
 With --wheel, each row installs that one wheel (`pip install "WHEEL[test]"`,
 no build: the portable wheel of build_pip_pkg.sh holds a library for every

@@ -5,7 +5,7 @@
 #      read of GRAD_REVERSE_CPU_PATH, every dtype sharded over threads in
 #      place and out of place (streaming stores included), and path switches
 #      while threads run; every value checked against the portable path;
-#   2. the same kernels through the pybind11 module: tests/test_cpu_path_threads.py
+#   2. the same kernels through the pybind11 module: tests/op/test_cpu_path_threads.py
 #      (no TensorFlow; the uninstrumented interpreter gets the TSan runtime
 #      preloaded, as scripts/sanitize.sh does for ASan);
 #   3. a self-check that TSan is really watching: the driver again, built
@@ -41,7 +41,7 @@ driver=(g++ -std=c++20 -O1 $flags -I. cc/tests/cpu_threads_check.cc -pthread)
 # dynamic TLS (see the file); nothing in our code is suppressed.
 TSAN_OPTIONS="$TSAN_OPTIONS:suppressions=$PWD/scripts/tsan_pybind.supp" \
 LD_PRELOAD="$(gcc -print-file-name=libtsan.so)" GRAD_REVERSE_KERNELS_DIR="$build_dir" \
-  "$python" -m pytest -q --noconftest -p no:cacheprovider tests/test_cpu_path_threads.py
+  "$python" -m pytest -q --noconftest -p no:cacheprovider tests/op/test_cpu_path_threads.py
 
 if [[ "${TSAN_SELF_CHECK:-1}" != 0 ]]; then
   planted="$build_dir/planted_race"

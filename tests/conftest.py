@@ -1,69 +1,35 @@
-import collections
-import ctypes
+"""Fixtures and hooks for every test; the helpers themselves live in
+tests/helpers/ (`from helpers.tensors import ...`), never imported from here.
+Markers (registered in pyproject.toml): `slow` (trains the whole demo,
+trains or builds in subprocesses, large tensors), `build` (packaging and
+the build: every test in tests/packaging/, marked here)."""
+
 import os
+from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
-import numpy as np
 import pytest
-import tensorflow as tf
 
-import grad_reverse
-
-DTYPES = [tf.float16, tf.bfloat16, tf.float32, tf.float64]
-LAMBDAS = [0.0, 0.1, 1.0, 6.0, 30.0, -1.0]
-# ranks 0..6, plus empty tensors
-SHAPES = [[], [5], [2, 3], [2, 1, 3], [1, 2, 2, 3], [2, 1, 2, 1, 3], [1, 2, 1, 2, 1, 3], [0], [2, 0, 3]]
-_UINT_OF_SIZE = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+from helpers.serving import keras_dann, keras_export, runner  # noqa: F401 (runner: a fixture)
+from helpers.skips import pytest_terminal_summary  # noqa: F401 (a hook)
+from helpers.tensors import DTYPES
 
 
-def bits(t) -> np.ndarray:
-    """The raw bits of a tensor/array, so comparisons are bitwise (and -0.0 != 0.0)."""
-    a = as_numpy(t)
-    return a.view(_UINT_OF_SIZE[a.dtype.itemsize])
+# Fixtures whose set-up trains the whole demo or compiles a program: every
+# test that uses one is slow, whatever its own body does.
+SLOW_FIXTURES = {"demo_run", "runner"}
+PACKAGING = Path(__file__).resolve().parent / "packaging"
 
 
-def as_numpy(t) -> np.ndarray:
-    return np.asarray(t.numpy() if hasattr(t, "numpy") else t)
-
-
-def assert_bitwise_equal(actual, expected) -> None:
-    """Bitwise equality; a plain list/number `expected` is taken in `actual`'s dtype."""
-    actual = as_numpy(actual)
-    if not hasattr(expected, "dtype"):
-        expected = np.asarray(expected, dtype=actual.dtype)
-    expected = as_numpy(expected)
-    assert actual.dtype == expected.dtype, (actual.dtype, expected.dtype)
-    np.testing.assert_array_equal(bits(actual), bits(expected))
-
-
-def data_pointer(t: tf.Tensor) -> int:
-    """Address of an eager tensor's buffer, read from its DLPack capsule."""
-    capsule = tf.experimental.dlpack.to_dlpack(t)
-    get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-    get_pointer.restype = ctypes.c_void_p
-    get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-    managed = get_pointer(capsule, b"dltensor")
-    # DLManagedTensor starts with DLTensor, which starts with `void* data`.
-    return ctypes.c_void_p.from_address(managed).value
-
-
-def forward_backward(fn, x, dy, lambda_):
-    """(y, dx) of `fn(x, lambda_)`, with `dy` as the incoming gradient."""
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = fn(x, lambda_)
-    return y, tape.gradient(y, x, output_gradients=dy)
-
-
-def native_forward_backward(x, dy, lambda_):
-    """forward_backward of the native op."""
-    return forward_backward(grad_reverse.grad_reverse, x, dy, lambda_)
-
-
-def random_tensor(shape, dtype, seed=0, scale=10.0) -> tf.Tensor:
-    rng = np.random.default_rng(seed)
-    return tf.cast(tf.constant(rng.standard_normal(shape) * scale, tf.float64), dtype)
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
+def pytest_collection_modifyitems(items):
+    """`slow` on the users of SLOW_FIXTURES, `build` on tests/packaging/."""
+    for item in items:
+        if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+        if PACKAGING in Path(item.path).resolve().parents:
+            item.add_marker(pytest.mark.build)
 
 
 @pytest.fixture(params=DTYPES, ids=lambda d: d.name)
@@ -71,48 +37,8 @@ def dtype(request):
     return request.param
 
 
-def unknown_length_dataset(batches: int = 3, batch: int = 4) -> tf.data.Dataset:
-    """`batches` batches of (ones, zeros), shape [batch, 1], from a generator:
-    a dataset whose length Keras learns only when it runs out (as with a
-    stream), so a schedule cannot be told the fit's steps in advance."""
-    def generate():
-        for _ in range(batches):
-            yield np.ones((batch, 1), "float32"), np.zeros((batch, 1), "float32")
-
-    spec = (tf.TensorSpec([batch, 1], tf.float32), tf.TensorSpec([batch, 1], tf.float32))
-    return tf.data.Dataset.from_generator(generate, output_signature=spec)
-
-
 @pytest.fixture(scope="session")
 def small_export(tmp_path_factory):
     """A Keras DANN export holding the op: the SRC of the make-servable tests,
     which only read it (exported once per session)."""
-    from test_serving import keras_dann, keras_export
-
     return keras_export(keras_dann(), tmp_path_factory.mktemp("small") / "export")
-
-
-def ramp(steps, total: int, **kwargs) -> list:
-    """The DANN schedule's lambda at each of `steps` out of `total` (progress
-    step / (total - 1)); `kwargs`: dann_lambda's gamma and lambda_max."""
-    from grad_reverse.schedule import dann_lambda
-
-    return [dann_lambda(step / (total - 1), **kwargs) for step in steps]
-
-
-def skip_reason(report) -> str:
-    """A skipped test's reason, as pytest.skip or skipif gave it."""
-    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
-    return reason.removeprefix("Skipped: ")
-
-
-def pytest_terminal_summary(terminalreporter, config):
-    """At the end of a run, the skips counted by reason ("32  no GPU"), most
-    first: "58 skipped" alone does not say which promises went unchecked
-    here. Above pytest's own last line, which scripts read; -qq leaves it out."""
-    skipped = terminalreporter.stats.get("skipped", [])
-    if not skipped or config.option.verbose < -1:
-        return
-    terminalreporter.write_sep("-", f"skip reasons ({len(skipped)} test{'' if len(skipped) == 1 else 's'})")
-    for reason, count in collections.Counter(skip_reason(report) for report in skipped).most_common():
-        terminalreporter.write_line(f"{count:5d}  {reason}")

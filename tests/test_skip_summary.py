@@ -1,8 +1,9 @@
-"""conftest's end-of-run summary: the skips counted by reason, most first."""
+"""The end-of-run summary (helpers/skips.py, conftest's hook): the skips
+counted by reason, most first."""
 
 from types import SimpleNamespace
 
-import conftest
+from helpers import skips
 
 
 class Reporter:
@@ -26,7 +27,7 @@ def skip(reason, phase_tuple=True):
 
 def summary(skipped, verbose=0):
     reporter = Reporter(skipped)
-    conftest.pytest_terminal_summary(reporter, SimpleNamespace(option=SimpleNamespace(verbose=verbose)))
+    skips.pytest_terminal_summary(reporter, SimpleNamespace(option=SimpleNamespace(verbose=verbose)))
     return reporter.lines
 
 
