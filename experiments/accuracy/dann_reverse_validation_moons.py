@@ -49,7 +49,7 @@ def main() -> None:
     for seed in args.seeds:
         domains = make_domains(seed)
         picked, results = select_by_reverse_validation(
-            args.grid, lambda lambda_max: make_model(seed, lambda_max), domains.x_source, domains.y_source, domains.x_target, seed=seed,
+            args.grid, lambda lambda_max, seed=seed: make_model(seed, lambda_max), domains.x_source, domains.y_source, domains.x_target, seed=seed,
             validation_fraction=0.1, pseudo_labels=lambda p: (p > 0.5).astype("float32"),
             batch_size=2 * BATCH_PER_DOMAIN, epochs=1, steps_per_epoch=args.steps)
         target = {lam: accuracy(r.forward_model, domains.x_target, domains.y_target) for lam, r in results.items()}

@@ -145,7 +145,7 @@ def peer(folder: str, checkout: str) -> dict:
         if case.startswith("CDAN"):
             (w1, b1, w2, b2) = (torch.from_numpy(w) for w in data["domain"])
             # TLlib's source label is 1: the domain head negated gives the same domain loss.
-            discriminator = lambda h: torch.sigmoid(-(torch.relu(h @ w1 + b1) @ w2 + b2))  # noqa: E731
+            discriminator = lambda h, w1=w1, b1=b1, w2=w2, b2=b2: torch.sigmoid(-(torch.relu(h @ w1 + b1) @ w2 + b2))  # noqa: E731
             randomized = data["randomized"] is not None
             loss = cdan.ConditionalDomainAdversarialLoss(
                 discriminator, entropy_conditioning="+E" in case, randomized=randomized, num_classes=CLASSES,

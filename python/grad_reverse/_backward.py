@@ -29,12 +29,12 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Sequence
 
-Capability = tuple[int, int]
-
 import tensorflow as tf
 
 from grad_reverse import _gpu_support, options
 from grad_reverse._user_warning import warn_at_user
+
+Capability = tuple[int, int]
 
 ENV_VAR = options.BACKWARD_VARIABLE
 AUTO, NATIVE, STOCK = options.AUTO, options.NATIVE, options.STOCK

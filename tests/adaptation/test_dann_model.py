@@ -71,7 +71,9 @@ def test_the_label_loss_ignores_the_target_points():
         model.compile(keras.optimizers.SGD(0.1), "binary_crossentropy")
         model.fit(x_source, y_source, target=target, batch_size=32, epochs=2, shuffle=False, verbose=0)
         trained[name] = model
-    label_weights = lambda m: m.feature_extractor.get_weights() + m.label_head.get_weights()
+    def label_weights(m):
+        return m.feature_extractor.get_weights() + m.label_head.get_weights()
+
     for a, b in zip(bits(label_weights(trained["zeros"])), bits(label_weights(trained["garbage"]))):
         np.testing.assert_array_equal(a, b)
     # The target did reach the domain head.

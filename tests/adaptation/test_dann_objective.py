@@ -27,7 +27,9 @@ def test_the_logged_domain_term_equals_a_hand_computation_on_unequal_halves(redu
     model.compile(keras.optimizers.SGD(0.0), "binary_crossentropy", domain_loss_reduction=reduction)  # weights stay
     history = model.fit(x_source, y_source, target=x_target, batch_size=8, source_fraction=0.25,
                         steps_per_epoch=1, shuffle=False, verbose=0)
-    domain = lambda x: np.asarray(model.domain_head(model.feature_extractor(x))).reshape(-1).astype("float64")
+    def domain(x):
+        return np.asarray(model.domain_head(model.feature_extractor(x))).reshape(-1).astype("float64")
+
     source_losses = binary_cross_entropy(0.0, domain(x_source[:2]))  # the batch: 2 source points,
     target_losses = binary_cross_entropy(1.0, domain(x_target[:6]))  # 6 target points
     if reduction == "sum_over_domains":

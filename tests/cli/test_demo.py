@@ -55,7 +55,9 @@ def test_noise_free_moons_lie_on_two_half_circles_around_the_origin():
 def test_rotate_keeps_distances_and_turns_every_point_by_the_angle():
     x, _ = data.make_moons(50, 0.05, np.random.default_rng(2))
     r = data.rotate(x, 35.0)
-    pairwise = lambda p: np.linalg.norm(p[:, None, :] - p[None, :, :], axis=-1)
+    def pairwise(p):
+        return np.linalg.norm(p[:, None, :] - p[None, :, :], axis=-1)
+
     np.testing.assert_allclose(pairwise(r), pairwise(x), atol=1e-5)
     angle = np.degrees(np.arctan2(x[:, 0] * r[:, 1] - x[:, 1] * r[:, 0], (x * r).sum(axis=1)))
     np.testing.assert_allclose(angle, 35.0, atol=1e-3)  # counter-clockwise

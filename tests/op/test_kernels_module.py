@@ -9,9 +9,9 @@ import os
 import numpy as np
 import pytest
 
-ml_dtypes = pytest.importorskip("ml_dtypes")  # ships with TensorFlow
-
 from helpers.kernels import HALF_TYPES, _kernels, run_with_cpu_path_variable
+
+ml_dtypes = pytest.importorskip("ml_dtypes")  # ships with TensorFlow
 
 LAMBDAS = [0.0, 0.1, 1.0, 6.0, 30.0, -1.0, 1e-3]
 FLOAT_TYPES = [np.float32, np.float64]

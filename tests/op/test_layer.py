@@ -140,7 +140,7 @@ def test_mixed_precision_follows_the_compute_dtype(policy, dtype):
         assert_bitwise_equal(tape.gradient(loss, x), tape.gradient(loss_ref, x))
 
         model = dann_model(grad_reverse.GradReverse(lambda_=0.5))
-        grl_output = [l for l in model.layers if isinstance(l, grad_reverse.GradReverse)][0].output
+        grl_output = [layer for layer in model.layers if isinstance(layer, grad_reverse.GradReverse)][0].output
         assert grl_output.dtype == dtype.name
         model.compile(optimizer="adam", loss="binary_crossentropy")
         xb, yb = batch(64)

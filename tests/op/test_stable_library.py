@@ -16,10 +16,8 @@ import shutil
 import subprocess
 import sys
 import textwrap
-import warnings
 from pathlib import Path
 
-import numpy as np
 import pytest
 import tensorflow as tf
 

@@ -34,7 +34,7 @@ def test_two_concurrent_installs_from_one_checkout_both_work(tmp_path):
                    str(ROOT)]
         installs.append((target, subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                                   text=True, env=env)))
-    for target, process in installs:
+    for _target, process in installs:
         output, _ = process.communicate(timeout=1800)
         assert process.returncode == 0, output[-3000:]
     for target, _ in installs:

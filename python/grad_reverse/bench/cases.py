@@ -220,7 +220,7 @@ def case_dann_step(batch: int, width: int, rounds: int, lambda_kind: str = "vari
         loss_fn = keras.losses.BinaryCrossentropy(from_logits=True)
 
         @tf.function
-        def step(model=model, optimizer=optimizer):
+        def step(model=model, optimizer=optimizer, loss_fn=loss_fn):
             with tf.GradientTape() as tape:
                 loss = loss_fn(y, model(x, training=True))
             grads = tape.gradient(loss, model.trainable_variables)

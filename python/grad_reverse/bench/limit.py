@@ -204,12 +204,12 @@ class LimitWays:
             dst = np.ones(nbytes, np.uint8)
             kernels = _raw_kernels() is not None
             for threads in thread_counts(usable_cores()):
-                candidates = [("numpy copy", lambda: threaded_copy(src, dst, threads)),
-                              ("numpy in place", lambda: threaded_negate(dst, threads))]
+                candidates = [("numpy copy", lambda threads=threads: threaded_copy(src, dst, threads)),
+                              ("numpy in place", lambda threads=threads: threaded_negate(dst, threads))]
                 if kernels:
                     candidates += [
-                        ("kernel, streaming stores", lambda: threaded_kernel(src, dst, threads, True)),
-                        ("kernel in place", lambda: threaded_kernel(dst, dst, threads, False)),
+                        ("kernel, streaming stores", lambda threads=threads: threaded_kernel(src, dst, threads, True)),
+                        ("kernel in place", lambda threads=threads: threaded_kernel(dst, dst, threads, False)),
                     ]
                 for name, make in candidates:
                     way = make()

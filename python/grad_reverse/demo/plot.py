@@ -8,7 +8,10 @@ the target points a network gets wrong."""
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
+
+if TYPE_CHECKING:  # matplotlib is optional: imported where a figure is drawn
+    from matplotlib.figure import Figure
 
 import numpy as np
 

@@ -4,7 +4,10 @@ the difference of the means. Needs matplotlib (the `bench` extra)."""
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:  # matplotlib is optional: imported where a figure is drawn
+    from matplotlib.figure import Figure
 
 import numpy as np
 
