@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device check of the CUDA kernel (issue 3, item 6) on a GPU machine that has
+# Device check of the CUDA kernel on a GPU machine that has
 # nvcc, CMake, pybind11 and CuPy but no TensorFlow: builds only the pybind11
 # kernel module (-DGRAD_REVERSE_KERNELS_ONLY=ON, which needs no TensorFlow),
 # then runs the check, scripts/gpu_check_lib/ (a Python package), on it: correctness for every dtype and size,

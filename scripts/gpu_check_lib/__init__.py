@@ -1,6 +1,6 @@
 """Device check of the CUDA GradReverseGrad kernel (out = -lambda * in), without TensorFlow.
 
-Issue 3, item 6. Meant for a bare GPU machine that has CuPy but no TensorFlow:
+Meant for a bare GPU machine that has CuPy but no TensorFlow:
 it imports the pybind11 kernel module as the top-level `_kernels` from a CMake
 build directory (scripts/gpu_check.sh builds it; the `grad_reverse` package
 cannot be imported there because it imports TensorFlow), and
