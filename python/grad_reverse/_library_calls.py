@@ -81,7 +81,7 @@ def _loaded_library(library: Optional[Path] = None) -> ctypes.CDLL:
 
 
 def cpu_path(library: Optional[Path] = None) -> str:
-    """The CPU path the library's kernels run (see cc/kernels/cpu_paths.h)."""
+    """The CPU path the library's kernels run (see cc/compute/cpu_paths.h)."""
     return _loaded_library(library).GradReverseCpuPath().decode()
 
 

@@ -33,7 +33,7 @@ LIBRARIES_DIR = PACKAGE_DIR / "_libs"
 LIBRARY_NAME = "_grad_reverse_ops.so"
 BUILD_INFO_NAME = "_build_info.json"
 # The releases grad-reverse supports (build_tools/tensorflow_requirement.py
-# holds the same range for the build; tests/test_loader.py checks they agree).
+# holds the same range for the build; tests/op/test_loader.py checks they agree).
 SUPPORTED = ((2, 15), (2, 21))
 OLDEST, NEWEST = ("%d.%d" % release for release in SUPPORTED)
 BUILD_HINT = (

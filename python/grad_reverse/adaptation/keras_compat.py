@@ -4,7 +4,7 @@ adversarial models, outside the training step (the step's differences sit in
 
 * the `loss` metric's tracker: Keras 3's `Model._loss_tracker` (a private
   attribute, present from Keras 3.0 to at least 3.15; tested in
-  tests/test_dann_model.py), Keras 2's first compiled-loss metric;
+  tests/adaptation/test_dann_model.py), Keras 2's first compiled-loss metric;
 * whether an optimizer has built its state;
 * Keras 3's `compile_from_config` skips a custom `compile()`; `DANN`
   restores its compile arguments itself (`compile_arguments`).
