@@ -95,11 +95,11 @@ def setup_files(code: str) -> None:
 @functools.cache  # one module object for every block that uses it
 def mutant_class() -> type:
     """scripts/mutation_lib/mutants.py's Mutant, which docs/testing.md shows an entry of."""
-    spec = importlib.util.spec_from_file_location("mutation_mutants", ROOT / "scripts" / "mutation_lib" / "mutants.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while building the class
-    spec.loader.exec_module(module)
-    return module.Mutant
+    # Imported as scripts/mutation_check.py does: mutants.py imports the rest
+    # of the mutation_lib package.
+    if str(ROOT / "scripts") not in sys.path:
+        sys.path.insert(0, str(ROOT / "scripts"))
+    return importlib.import_module("mutation_lib.mutants").Mutant
 
 
 def setup_namespace(directory: Path) -> dict:

@@ -1,4 +1,4 @@
-"""Run by tests/test_backward.py in a fresh process, with GRAD_REVERSE_BACKWARD
+"""Run by tests/op/test_backward_modes_and_stock.py in a fresh process, with GRAD_REVERSE_BACKWARD
 set as the test chooses (the package reads it once, at import): prints, as
 JSON, the backward chosen, the op types of the gradient graph per dtype, and
 first- and second-order gradients (eager, tf.function and XLA) and an
