@@ -8,34 +8,17 @@ occur exactly once in its file: when the code changes, the check stops with
 "drifted" instead of silently testing nothing, and the mutant is rewritten
 against the new code (see docs/testing.md).
 
-This module defines Mutant and the mutants of the op, the layer, the loader,
+This module holds the mutants of the op, the layer, the loader,
 serving and the CUDA source; mutants_adaptation.py holds those of the
 domain-adaptation promises; MUTANTS is all of them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from mutation_lib.mutant import PACKAGE, SOURCE, T, Mutant
+from mutation_lib.mutants_adaptation import ADAPTATION_MUTANTS
 
-
-PACKAGE = "package"  # a file of the grad_reverse package (built libraries included)
-SOURCE = "source"  # a file of the source tree's cc/, which the selected tests build
-# (they run without tests/conftest.py, so without TensorFlow)
-
-
-@dataclass(frozen=True)
-class Mutant:
-    name: str
-    promise: str  # what the package promises that this edit breaks
-    file: str  # relative to the grad_reverse package directory, or to the repository for SOURCE
-    edits: tuple[tuple[str, str], ...]  # (original text, replacement), applied in order
-    tests: tuple[str, ...]  # pytest node ids (or files) that must fail
-    needs: str = ""  # a build-record key that must be true for the edit to change anything
-    pending: str = ""  # a known survivor: why, and what will kill it
-    tree: str = PACKAGE
-
-
-T = "tests/"
+__all__ = ["MUTANTS", "PACKAGE", "SOURCE", "Mutant"]
 
 OP_AND_SERVING_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
@@ -222,9 +205,5 @@ OP_AND_SERVING_MUTANTS: tuple[Mutant, ...] = (
         tests=(T + "op/test_stable_library.py::test_a_tensorflow_lacking_a_c_function_is_an_import_error_naming_it",),
     ),
 )
-
-# Imported here, below Mutant and T, because mutants_adaptation imports them
-# from this module.
-from mutation_lib.mutants_adaptation import ADAPTATION_MUTANTS  # noqa: E402
 
 MUTANTS: tuple[Mutant, ...] = OP_AND_SERVING_MUTANTS + ADAPTATION_MUTANTS

@@ -1,12 +1,12 @@
 """The curated mutants of the domain-adaptation promises: the DANN lambda
 schedule, the domain head, DANNModel's objective and per-part optimizers,
-reverse validation, CDAN and MDD. mutants.py defines Mutant and assembles
+reverse validation, CDAN and MDD. mutant.py defines Mutant; mutants.py assembles
 MUTANTS from these and its own.
 """
 
 from __future__ import annotations
 
-from mutation_lib.mutants import Mutant, T
+from mutation_lib.mutant import Mutant, T
 
 ADAPTATION_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
