@@ -25,10 +25,13 @@ OP_AND_SERVING_MUTANTS: tuple[Mutant, ...] = (
         name="servable-gate-ignores-differences",
         promise="make-servable stops with NotServableError when a signature's outputs differ",
         file="serving/servable.py",
-        edits=(("failed = [r for r in report.verified if r.status in (verify.DIFFERENT, verify.FAILED)]",
-                "failed = []"),),
-        tests=(T + "serving/test_serving_gate.py::test_signature_that_differs_stops_with_not_servable_error",
-               T + "serving/test_serving_gate.py::test_signature_that_differs_exits_1_with_no_dst"),
+        edits=(
+            ("failed = [r for r in report.verified if r.status in (verify.DIFFERENT, verify.FAILED)]", "failed = []"),
+        ),
+        tests=(
+            T + "serving/test_serving_gate.py::test_signature_that_differs_stops_with_not_servable_error",
+            T + "serving/test_serving_gate.py::test_signature_that_differs_exits_1_with_no_dst",
+        ),
     ),
     Mutant(
         name="servable-gate-counts-unrun-signatures-as-equal",
@@ -42,41 +45,61 @@ OP_AND_SERVING_MUTANTS: tuple[Mutant, ...] = (
         promise="--overwrite replaces only a SavedModel or an empty folder; a folder of other files is refused",
         file="serving/servable.py",
         edits=(("if not any_directory and not _is_saved_model(dst) and any(dst.iterdir()):", "if False:"),),
-        tests=(T + "serving/test_serving_bad_inputs.py::"
-               "test_overwrite_refuses_a_folder_that_is_not_a_saved_model_and_names_what_is_in_it",),
+        tests=(
+            T + "serving/test_serving_bad_inputs.py::"
+            "test_overwrite_refuses_a_folder_that_is_not_a_saved_model_and_names_what_is_in_it",
+        ),
     ),
     Mutant(
         name="damaged-variable-data-not-read",
         promise="a SavedModel whose variable data fails its checksum is a bad SRC (exit 2), even with --no-verify",
         file="serving/integrity.py",
         edits=(("    _check_variable_contents(Path(path), proto)\n", ""),),
-        tests=(T + "serving/test_serving_corrupt.py::"
-               "test_make_servable_exits_2_with_one_line_and_writes_nothing[variables_data_byte_flipped-no_verify]",),
+        tests=(
+            T + "serving/test_serving_corrupt.py::"
+            "test_make_servable_exits_2_with_one_line_and_writes_nothing[variables_data_byte_flipped-no_verify]",
+        ),
     ),
     Mutant(
         name="backward-switch-ignored",
         promise="GRAD_REVERSE_BACKWARD=stock builds the gradient from stock ops only",
         file="ops.py",
-        edits=(("_library.grad_reverse_grad if BACKWARD.kernel == _backward.NATIVE else _backward.stock_reverse",
-                "_library.grad_reverse_grad"),),
-        tests=(T + "op/test_backward_modes_and_stock.py::test_gradient_graph_holds_grad_reverse_grad_in_native_mode_and_only_stock_ops_in_stock_mode",),
+        edits=(
+            (
+                "_library.grad_reverse_grad if BACKWARD.kernel == _backward.NATIVE else _backward.stock_reverse",
+                "_library.grad_reverse_grad",
+            ),
+        ),
+        tests=(
+            T
+            + "op/test_backward_modes_and_stock.py::test_gradient_graph_holds_grad_reverse_grad_in_native_mode_and_only_stock_ops_in_stock_mode",
+        ),
     ),
     Mutant(
         name="stock-backward-rounds-twice",
         promise="the stock backward rounds half/bfloat16 like the kernels: computed in float32, rounded once",
         file="_backward.py",
-        edits=(("    wide = tf.raw_ops.Mul(x=tf.raw_ops.Cast(x=dy, DstT=tf.float32), y=scale)\n"
+        edits=(
+            (
+                "    wide = tf.raw_ops.Mul(x=tf.raw_ops.Cast(x=dy, DstT=tf.float32), y=scale)\n"
                 "    return tf.raw_ops.Cast(x=wide, DstT=dtype, Truncate=False)",
-                "    return tf.raw_ops.Mul(x=dy, y=tf.raw_ops.Cast(x=scale, DstT=dtype))"),),
-        tests=(T + "op/test_backward_modes_and_stock.py::test_stock_backward_equals_the_kernel_bitwise_for_every_16_bit_value",),
+                "    return tf.raw_ops.Mul(x=dy, y=tf.raw_ops.Cast(x=scale, DstT=dtype))",
+            ),
+        ),
+        tests=(
+            T
+            + "op/test_backward_modes_and_stock.py::test_stock_backward_equals_the_kernel_bitwise_for_every_16_bit_value",
+        ),
     ),
     Mutant(
         name="xla-always-falls-back",
         promise="under XLA the library's own kernels are used where the build has them",
         file="_xla.py",
         edits=(("    if not missing:\n        return False\n", ""),),
-        tests=(T + "op/test_xla.py::test_xla_compiles_the_native_op_exactly_when_the_build_has_xla_kernels",
-               T + "op/test_xla.py::test_keras_layer_under_xla_uses_the_native_op_when_the_build_has_xla_kernels"),
+        tests=(
+            T + "op/test_xla.py::test_xla_compiles_the_native_op_exactly_when_the_build_has_xla_kernels",
+            T + "op/test_xla.py::test_keras_layer_under_xla_uses_the_native_op_when_the_build_has_xla_kernels",
+        ),
         needs="xla",
     ),
     Mutant(
@@ -168,8 +191,12 @@ OP_AND_SERVING_MUTANTS: tuple[Mutant, ...] = (
         name="cuda-head-counted-in-bytes",
         promise="the CUDA kernel's scalar head counts elements up to 16-byte alignment",
         file="cc/compute/grad_reverse_cuda_plan.h",
-        edits=(("(kCudaVectorBytes - static_cast<int64_t>(in_offset)) / element_size;",
-                "(kCudaVectorBytes - static_cast<int64_t>(in_offset));"),),
+        edits=(
+            (
+                "(kCudaVectorBytes - static_cast<int64_t>(in_offset)) / element_size;",
+                "(kCudaVectorBytes - static_cast<int64_t>(in_offset));",
+            ),
+        ),
         tests=(T + "packaging/test_cuda_emulated.py::test_every_case_of_the_emulated_grid_equals_the_cpu_kernel",),
         tree=SOURCE,
     ),
@@ -177,8 +204,12 @@ OP_AND_SERVING_MUTANTS: tuple[Mutant, ...] = (
         name="cuda-vector-loop-ignores-the-grid-stride",
         promise="the CUDA kernel's vector loop steps by the whole grid, so each vector is scaled once",
         file="cc/compute/grad_reverse_cuda_body.h",
-        edits=(("  for (int64_t i = tid; i < plan.vectors; i += stride) {",
-                "  for (int64_t i = tid; i < plan.vectors; i += kCudaBlockSize) {"),),
+        edits=(
+            (
+                "  for (int64_t i = tid; i < plan.vectors; i += stride) {",
+                "  for (int64_t i = tid; i < plan.vectors; i += kCudaBlockSize) {",
+            ),
+        ),
         tests=(T + "packaging/test_cuda_emulated.py::test_every_case_of_the_emulated_grid_equals_the_cpu_kernel",),
         tree=SOURCE,
     ),
@@ -187,15 +218,24 @@ OP_AND_SERVING_MUTANTS: tuple[Mutant, ...] = (
         promise="a TensorFlow without a C++ library of its own (a newer release) loads the stable-ABI library",
         file="_library_choice.py",
         edits=(("    if mode == RELEASE or own.is_dir() or not stable_held:", "    if True:"),),
-        tests=(T + "op/test_stable_library.py::"
-               "test_auto_takes_the_stable_library_for_a_newer_tensorflow_and_says_what_it_costs",),
+        tests=(
+            T + "op/test_stable_library.py::"
+            "test_auto_takes_the_stable_library_for_a_newer_tensorflow_and_says_what_it_costs",
+        ),
     ),
     Mutant(
         name="stable-threads-ignore-tensorflows-intra-op-setting",
         promise="the stable library runs no more CPU threads than TensorFlow's intra-op setting",
         file="_library_calls.py",
-        edits=(("    if threads > 0:\n        handle.GradReverseSetMaxThreads", "    if False:\n        handle.GradReverseSetMaxThreads"),),
-        tests=(T + "op/test_stable_library.py::test_the_stable_library_shards_a_large_backward_bitwise_as_the_reference",),
+        edits=(
+            (
+                "    if threads > 0:\n        handle.GradReverseSetMaxThreads",
+                "    if False:\n        handle.GradReverseSetMaxThreads",
+            ),
+        ),
+        tests=(
+            T + "op/test_stable_library.py::test_the_stable_library_shards_a_large_backward_bitwise_as_the_reference",
+        ),
     ),
     Mutant(
         name="missing-c-function-reported-as-a-damaged-install",

@@ -32,9 +32,16 @@ def test_interleaved_times_every_callable_each_round():
 
 
 def test_ratios_are_taken_round_by_round_and_bandwidth_from_the_median():
-    result = bench.Result("fwd+bwd", "tf.function", 1000, "float32", "variable",
-                          {"native": [1.0, 2.0, 9.0], "reference": [2.0, 4.0, 18.0], "identity": [1.0, 1.0, 3.0]},
-                          bytes_moved=8000, limit_gbps=8000 / 1.0 / 1e9)
+    result = bench.Result(
+        "fwd+bwd",
+        "tf.function",
+        1000,
+        "float32",
+        "variable",
+        {"native": [1.0, 2.0, 9.0], "reference": [2.0, 4.0, 18.0], "identity": [1.0, 1.0, 3.0]},
+        bytes_moved=8000,
+        limit_gbps=8000 / 1.0 / 1e9,
+    )
     assert result.ratio() == 2.0
     assert result.floor == "identity" and result.over_floor() == 2.0
     assert result.native_gbps() == pytest.approx(8000 / 2.0 / 1e9)
@@ -45,16 +52,26 @@ def test_ratios_are_taken_round_by_round_and_bandwidth_from_the_median():
 
 
 def test_floor_is_identity_plus_read_when_measured():
-    result = bench.Result("fwd+bwd", "eager", 8, "float32", "variable",
-                          {"native": [1.0], "reference": [2.0], "identity": [0.5], "identity+read": [0.8]})
+    result = bench.Result(
+        "fwd+bwd",
+        "eager",
+        8,
+        "float32",
+        "variable",
+        {"native": [1.0], "reference": [2.0], "identity": [0.5], "identity+read": [0.8]},
+    )
     assert result.floor == "identity+read"
     assert bench.Result("dann step", "tf.function", 8, "float32", "float", {"no GRL": [1.0]}).floor == "no GRL"
 
 
 @pytest.mark.parametrize("kind", bench.LAMBDA_KINDS)
 def test_cases_run_each_implementation_on_tiny_tensors(kind):
-    for result in (bench.case_eager(64, tf.float16, 2, kind), bench.case_function(64, tf.float32, 2, False, kind),
-                   bench.case_function(64, tf.bfloat16, 2, True, kind), bench.case_chain(64, tf.float32, 2, kind)):
+    for result in (
+        bench.case_eager(64, tf.float16, 2, kind),
+        bench.case_function(64, tf.float32, 2, False, kind),
+        bench.case_function(64, tf.bfloat16, 2, True, kind),
+        bench.case_chain(64, tf.float32, 2, kind),
+    ):
         expected = set(bench.IMPLEMENTATIONS)
         if result.mode == "eager" and kind == "variable":
             expected.add("identity+read")  # the eager floor for a Variable lambda
@@ -119,10 +136,20 @@ def test_the_limit_is_the_fastest_pass_of_any_way_in_any_round():
 
 def _case_with_limit(native: list[float], **ways: list[float]) -> bench.Result:
     rounds = len(native)
-    result = bench.Result("fwd+bwd", "tf.function", 1 << 20, "float32", "variable",
-                          {"native": native, "reference": [2 * t for t in native], "identity": [0.001] * rounds,
-                           **{"limit: " + name: samples for name, samples in ways.items()}},
-                          bytes_moved=8 << 20)
+    result = bench.Result(
+        "fwd+bwd",
+        "tf.function",
+        1 << 20,
+        "float32",
+        "variable",
+        {
+            "native": native,
+            "reference": [2 * t for t in native],
+            "identity": [0.001] * rounds,
+            **{"limit: " + name: samples for name, samples in ways.items()},
+        },
+        bytes_moved=8 << 20,
+    )
     result.take_limit("limit: ")
     return result
 
@@ -133,8 +160,9 @@ def test_a_case_slower_than_the_best_way_in_every_round_reads_below_the_limit_wh
     # most 1/1.1 of the limit (the quietest round's pass), and less the more
     # of its rounds met the load.
     load = [1.0, 5.0, 2.0, 5.0, 1.0, 4.0, 5.0]
-    result = _case_with_limit([0.011 * x for x in load], copy=[0.010 * x for x in load],
-                              **{"in place": [0.012 * x for x in load]})
+    result = _case_with_limit(
+        [0.011 * x for x in load], copy=[0.010 * x for x in load], **{"in place": [0.012 * x for x in load]}
+    )
     assert set(result.times) == {"native", "reference", "identity"}
     assert set(result.limit_times) == {"copy", "in place"}
     assert result.fraction_of_limit() == pytest.approx(1 / 1.1 / 4.0)  # median load x4, limit at x1
@@ -171,8 +199,16 @@ def test_cases_time_the_limits_ways_in_their_own_rounds(small_cache):
 def test_every_row_of_a_size_is_read_against_the_fastest_pass_of_the_whole_run():
     quiet = _case_with_limit([0.02] * 3, copy=[0.010, 0.011, 0.012], multiply=[0.05] * 3)  # own limit: 0.010
     loaded = _case_with_limit([0.02] * 3, copy=[0.015, 0.016, 0.017], multiply=[0.05] * 3)
-    in_cache = bench.Result("fwd+bwd", "eager", 1 << 20, "float32", "variable", {"native": [0.02]},
-                            bytes_moved=8 << 20, limit_times={"copy": [0.001]})  # no limit applies
+    in_cache = bench.Result(
+        "fwd+bwd",
+        "eager",
+        1 << 20,
+        "float32",
+        "variable",
+        {"native": [0.02]},
+        bytes_moved=8 << 20,
+        limit_times={"copy": [0.001]},
+    )  # no limit applies
     kernel = limit.KernelBandwidth(1 << 20, 4 << 20, 1.0, 1.0, {"copy": [0.008, 0.009]})
     limits = cli.pooled_limits([quiet, loaded, in_cache], [kernel])
     assert limits[4 << 20].gbps == pytest.approx(2 * (4 << 20) / 0.001 / 1e9)  # pools every row's samples
@@ -187,10 +223,13 @@ def test_every_row_of_a_size_is_read_against_the_fastest_pass_of_the_whole_run()
 def test_the_limits_ways_include_the_kernels_own_pass_and_move_every_byte():
     ways = limit.LimitWays(1 << 12)
     try:
-        names = {name[len(limit.LIMIT_PREFIX):].split(",")[0] for name in ways.calls}
+        names = {name[len(limit.LIMIT_PREFIX) :].split(",")[0] for name in ways.calls}
         assert names == {"numpy copy", "numpy in place", "kernel", "kernel in place", "tf.function multiply"}
-        streaming = next(way for way in ways.copies if len(way.parts[0]) == 2
-                         and way.parts[0][0].dtype == np.float32 and not np.shares_memory(*way.parts[0]))
+        streaming = next(
+            way
+            for way in ways.copies
+            if len(way.parts[0]) == 2 and way.parts[0][0].dtype == np.float32 and not np.shares_memory(*way.parts[0])
+        )
         src, dst = streaming.parts[0]
         src[:] = np.arange(src.size, dtype=np.float32)
         streaming()
@@ -212,11 +251,14 @@ def test_a_kernel_pass_is_nine_passes_minus_one_over_eight_per_round():
     assert limit.pass_times([1.0, 2.0], [9.0, 4.0]) == [1.0, 0.25]
 
 
-@pytest.mark.parametrize("one, nine, expected", [
-    ([1.0, 1.0, 1.0], [9.0, 9.0, 9.0], 1.0),
-    ([1.0, 2.0, 1.0], [1.0, 1.5, 1.0], None),  # 9 passes "faster" than 1: noise, no figure
-    ([1.0], [1.0], None),
-])
+@pytest.mark.parametrize(
+    "one, nine, expected",
+    [
+        ([1.0, 1.0, 1.0], [9.0, 9.0, 9.0], 1.0),
+        ([1.0, 2.0, 1.0], [1.0, 1.5, 1.0], None),  # 9 passes "faster" than 1: noise, no figure
+        ([1.0], [1.0], None),
+    ],
+)
 def test_kernel_time_is_positive_or_no_figure(one, nine, expected):
     assert limit.kernel_seconds(one, nine) == expected
 
@@ -259,8 +301,24 @@ def test_allocation_count_prints_no_profiler_chatter(capfd):
 
 
 def test_cli_measures_the_limit_for_bandwidth_bound_sizes(tmp_path, capsys, small_cache):
-    assert main(["bench", "--sizes", "1M", "--rounds", "2", "--lambda", "variable", "--no-memory",
-                 "--no-dann", "--out", str(tmp_path)]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "--sizes",
+                "1M",
+                "--rounds",
+                "2",
+                "--lambda",
+                "variable",
+                "--no-memory",
+                "--no-dann",
+                "--out",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "memory-bandwidth limit" in printed and "kernel alone" in printed
     payload = json.loads((tmp_path / "bench.json").read_text())

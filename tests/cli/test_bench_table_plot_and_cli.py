@@ -18,8 +18,9 @@ from grad_reverse.bench import cli, limit, table
 from grad_reverse.bench.measure import limit_from_times
 
 
-@pytest.mark.parametrize("text, sizes", [("1K", [1024]), ("16M,64M", [1 << 24, 1 << 26]), ("1000, 2k", [1000, 2048]),
-                                         ("1G", [1 << 30])])
+@pytest.mark.parametrize(
+    "text, sizes", [("1K", [1024]), ("16M,64M", [1 << 24, 1 << 26]), ("1000, 2k", [1000, 2048]), ("1G", [1 << 30])]
+)
 def test_sizes_are_read_as_the_table_writes_them(text, sizes):
     assert table.parse_sizes(text) == sizes
     assert [table.parse_size(table.size_label(n)) for n in sizes] == sizes
@@ -36,9 +37,12 @@ def test_size_labels():
 
 
 def test_table_has_a_section_per_lambda_the_variable_first():
-    results = [bench.Result("fwd+bwd", "eager", 1024, "float32", kind,
-                            {"native": [1e-4], "reference": [2e-4], "identity": [0.9e-4]})
-               for kind in ("float", "variable")]
+    results = [
+        bench.Result(
+            "fwd+bwd", "eager", 1024, "float32", kind, {"native": [1e-4], "reference": [2e-4], "identity": [0.9e-4]}
+        )
+        for kind in ("float", "variable")
+    ]
     text = table.format_table(results)
     assert text.index("lambda: a tf.Variable") < text.index("lambda: a Python float")
     assert text.count("ref/ native/") == 2 and text.count("native   floor") == 2  # a header per section
@@ -49,14 +53,27 @@ def table_results(size_bytes: int = 4) -> list:
     cache), 64M (a limit), chain, DANN step; long numbers, the widest dtype."""
     dtype = {2: "bfloat16", 4: "float32"}[size_bytes]
     rows = []
-    for case, mode, size in [("fwd+bwd", "eager", 1 << 10), ("fwd+bwd", "tf.function", 1 << 20),
-                             ("fwd+bwd", "xla", 1 << 26), ("chain", "tf.function", 1 << 24),
-                             ("dann step", "tf.function", 256)]:
+    for case, mode, size in [
+        ("fwd+bwd", "eager", 1 << 10),
+        ("fwd+bwd", "tf.function", 1 << 20),
+        ("fwd+bwd", "xla", 1 << 26),
+        ("chain", "tf.function", 1 << 24),
+        ("dann step", "tf.function", 256),
+    ]:
         floor = {"dann step": "no GRL", "chain": "identity"}.get(case, "identity+read")
         moved = 2 * size * size_bytes if case == "fwd+bwd" and size >= 1 << 20 else 0
-        rows.append(bench.Result(case, mode, size, dtype if case != "dann step" else "float32", "variable",
-                                 {"native": [0.123456], "reference": [0.654321], floor: [0.0999]}, bytes_moved=moved,
-                                 limit_gbps=57.3 if size == 1 << 26 else None))
+        rows.append(
+            bench.Result(
+                case,
+                mode,
+                size,
+                dtype if case != "dann step" else "float32",
+                "variable",
+                {"native": [0.123456], "reference": [0.654321], floor: [0.0999]},
+                bytes_moved=moved,
+                limit_gbps=57.3 if size == 1 << 26 else None,
+            )
+        )
     return rows
 
 
@@ -67,10 +84,23 @@ def test_table_rows_fit_the_width_with_a_header_a_reader_can_read(monkeypatch):
     top, bottom = next((a, b) for a, b in zip(text.splitlines(), text.splitlines()[1:]) if b.startswith("case "))
     # Each header cell read downwards: both lines cut where the lower line's words end.
     ends = [m.end() for m in re.finditer(r"\S+", bottom)]
-    cells = [" ".join(line[start:end].strip() for line in (top, bottom)).strip()
-             for start, end in zip([0, *ends], ends)]
-    assert cells == ["case", "mode", "size", "dtype", "native ms", "reference ms", "floor ms", "ref/ native",
-                     "native/ floor", "backward GB/s", "limit GB/s", "% of limit"], cells
+    cells = [
+        " ".join(line[start:end].strip() for line in (top, bottom)).strip() for start, end in zip([0, *ends], ends)
+    ]
+    assert cells == [
+        "case",
+        "mode",
+        "size",
+        "dtype",
+        "native ms",
+        "reference ms",
+        "floor ms",
+        "ref/ native",
+        "native/ floor",
+        "backward GB/s",
+        "limit GB/s",
+        "% of limit",
+    ], cells
     row = next(line for line in text.splitlines() if line.startswith("fwd+bwd   xla"))
     assert row.split()[-3:] == ["2.2", "57.3", "4%"]  # 2 x 64M x 2 bytes over 0.123456 s, of 57.3 GB/s
 
@@ -96,8 +126,9 @@ def test_quick_plot_title_says_how_many_sizes():
 
 
 def test_cli_writes_json_and_plot(tmp_path, capsys):
-    assert main(["bench", "--sizes", "256,1K", "--rounds", "2", "--no-memory", "--no-dann",
-                 "--out", str(tmp_path)]) == 0
+    assert (
+        main(["bench", "--sizes", "256,1K", "--rounds", "2", "--no-memory", "--no-dann", "--out", str(tmp_path)]) == 0
+    )
     printed = capsys.readouterr().out
     assert "ref/ native/" in printed and "chain" in printed and "native/(identity+read)" in printed
     payload = json.loads((tmp_path / "bench.json").read_text())
@@ -139,8 +170,10 @@ def test_verbose_flag_does_not_override_a_top_level_one():
 def test_the_limit_and_kernel_sections_wrap_at_the_tables_width():
     from grad_reverse.bench import table
 
-    ways = {f"{limit.LIMIT_PREFIX}{name}, 2 threads": [0.004, 0.005, 0.006]
-            for name in ("numpy copy", "numpy in place", "kernel", "kernel in place", "tf.function multiply")}
+    ways = {
+        f"{limit.LIMIT_PREFIX}{name}, 2 threads": [0.004, 0.005, 0.006]
+        for name in ("numpy copy", "numpy in place", "kernel", "kernel in place", "tf.function multiply")
+    }
     limits = {size: limit_from_times(size, ways) for size in (64 << 10, 4 << 20, 64 << 20)}
     kernel = limit.KernelBandwidth(1 << 20, 4 << 20, 1.0, 1.0, ways)
     text = table.format_limits(limits, 4) + "\n" + table.format_kernel_rows([kernel], "float32")
@@ -160,10 +193,18 @@ def _plotted_panel(limit_sizes: tuple[int, ...]):
         for size in (1 << 10, 1 << 20, 1 << 24):
             seconds = size * 8 / 20e9 + 20e-6
             limited = size in limit_sizes and mode == "tf.function"
-            rows.append(bench.Result("fwd+bwd", mode, size, "float32", "variable",
-                                     {"native": [seconds] * 3, "reference": [2 * seconds] * 3,
-                                      "identity+read": [0.9 * seconds] * 3},
-                                     bytes_moved=size * 8, limit_gbps=30.0 if limited else None))
+            rows.append(
+                bench.Result(
+                    "fwd+bwd",
+                    mode,
+                    size,
+                    "float32",
+                    "variable",
+                    {"native": [seconds] * 3, "reference": [2 * seconds] * 3, "identity+read": [0.9 * seconds] * 3},
+                    bytes_moved=size * 8,
+                    limit_gbps=30.0 if limited else None,
+                )
+            )
     figure, ax = plt.subplots()
     plot._panel(ax, rows, "variable")
     labels = ax.get_legend_handles_labels()[1]
@@ -184,11 +225,15 @@ def test_the_quick_plot_has_no_limit_label_or_legend_entry_when_it_draws_no_limi
     assert "native (tf.function)" in labels
 
 
-def test_without_out_the_command_writes_json_and_plot_to_the_default_folder_and_says_where(tmp_path, capsys,
-                                                                                          monkeypatch):
+def test_without_out_the_command_writes_json_and_plot_to_the_default_folder_and_says_where(
+    tmp_path, capsys, monkeypatch
+):
     monkeypatch.chdir(tmp_path)
     assert main(["bench", "--sizes", "256", "--rounds", "2", "--lambda", "float", "--no-memory", "--no-dann"]) == 0
     printed = capsys.readouterr().out
     folder = tmp_path / cli.DEFAULT_OUT
     assert (folder / "bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and (folder / "bench.json").is_file()
-    assert f"wrote {os.path.join(cli.DEFAULT_OUT, 'bench.json')} and {os.path.join(cli.DEFAULT_OUT, 'bench.png')}" in printed
+    assert (
+        f"wrote {os.path.join(cli.DEFAULT_OUT, 'bench.json')} and {os.path.join(cli.DEFAULT_OUT, 'bench.png')}"
+        in printed
+    )

@@ -110,29 +110,38 @@ def test_cli_registers_demo_with_its_options():
         parser.parse_args(["demo", "--steps", "0"])
 
 
-@pytest.mark.parametrize("gain, serving_check, status", [
-    (0.2, 0, 0), (0.0, 0, 1), (-0.1, 0, 1), (0.2, 1, 1), (0.2, 2, 2)])
-def test_demo_command_exit_status_says_whether_dann_won_and_the_export_serves(monkeypatch, capsys, gain,
-                                                                             serving_check, status):
+@pytest.mark.parametrize(
+    "gain, serving_check, status", [(0.2, 0, 0), (0.0, 0, 1), (-0.1, 0, 1), (0.2, 1, 1), (0.2, 2, 2)]
+)
+def test_demo_command_exit_status_says_whether_dann_won_and_the_export_serves(
+    monkeypatch, capsys, gain, serving_check, status
+):
     def fake_run(out, seeds, steps, quiet, loading_seconds=None):
         return {"serving_check": serving_check, "mean_target": {"dann": 0.7 + gain, "source_only": 0.7}}
 
     monkeypatch.setattr(experiment, "run", fake_run)
     args = argparse.Namespace(out="x", seeds=[0], steps=DEFAULT_STEPS, quiet=True, problem="moons", methods=None)
     assert cli._run(args) == status
-    assert ("DANN's mean target accuracy is not above" in capsys.readouterr().err) == (serving_check == 0 and status == 1)
+    assert ("DANN's mean target accuracy is not above" in capsys.readouterr().err) == (
+        serving_check == 0 and status == 1
+    )
 
 
-@pytest.mark.parametrize("problem, methods, gain", [("moons", None, 0.2), ("moons", None, -0.1),
-                                                    ("blobs", ["dann"], 0.0)])
-def test_the_demo_commands_last_line_is_the_output_folders_absolute_path(monkeypatch, capsys, tmp_path, problem,
-                                                                        methods, gain):
+@pytest.mark.parametrize(
+    "problem, methods, gain", [("moons", None, 0.2), ("moons", None, -0.1), ("blobs", ["dann"], 0.0)]
+)
+def test_the_demo_commands_last_line_is_the_output_folders_absolute_path(
+    monkeypatch, capsys, tmp_path, problem, methods, gain
+):
     out = str(tmp_path / "out")
 
     def fake_run(out_dir, *args, **kwargs):
         print("the report", flush=True)
-        return {"serving_check": 0, "out_dir": os.path.abspath(out_dir),
-                "mean_target": {"dann": 0.7 + gain, "source_only": 0.7, "cdan": 0.7}}
+        return {
+            "serving_check": 0,
+            "out_dir": os.path.abspath(out_dir),
+            "mean_target": {"dann": 0.7 + gain, "source_only": 0.7, "cdan": 0.7},
+        }
 
     from grad_reverse.demo import methods_experiment
 
@@ -174,11 +183,13 @@ def test_run_with_the_same_seed_reports_the_same_numbers(tmp_path):
     assert a["out_dir"] == os.path.abspath(tmp_path / "a")
 
 
-
 def test_plot_titles_write_the_target_accuracy_to_three_places_as_the_console_does(tmp_path, monkeypatch):
     titles = []
-    monkeypatch.setattr(experiment, "plot_decision_boundaries",
-                        lambda path, domains, panels: titles.extend(title for title, _ in panels))
+    monkeypatch.setattr(
+        experiment,
+        "plot_decision_boundaries",
+        lambda path, domains, panels: titles.extend(title for title, _ in panels),
+    )
     result = experiment.run(str(tmp_path), seeds=[3], steps=REPRO_STEPS, quiet=True)
     accuracies = [result["runs"][0][name]["target"] for name in ("source_only", "dann")]
     assert len(titles) == 2
@@ -186,6 +197,7 @@ def test_plot_titles_write_the_target_accuracy_to_three_places_as_the_console_do
         written = title.rsplit(" ", 1)[1]
         assert len(written.split(".")[1]) == 3 and float(written) == round(accuracy, 3), (title, accuracy)
     assert experiment.panel_title("DANN", 0, 0.9966).endswith("target accuracy 0.997")
+
 
 def saved_weights(export_dir):
     """The exported model's variables (`variables/N`, in the model's order), by name."""
@@ -204,9 +216,23 @@ def test_the_demo_command_twice_with_one_seed_exports_bitwise_the_same_model(tmp
     for name in ("a", "b"):
         out = tmp_path / name
         result = subprocess.run(
-            [sys.executable, "-m", "grad_reverse", "demo", "--seed", "3", "--steps", str(REPRO_STEPS),
-             "--quiet", "--out", str(out)],
-            capture_output=True, text=True, timeout=600)
+            [
+                sys.executable,
+                "-m",
+                "grad_reverse",
+                "demo",
+                "--seed",
+                "3",
+                "--steps",
+                str(REPRO_STEPS),
+                "--quiet",
+                "--out",
+                str(out),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         with open(out / "results.json") as f:
             saved = json.load(f)
         # Exit 1 exactly when DANN does not beat source-only (likely after so few steps).
@@ -231,15 +257,29 @@ def test_the_demo_command_says_it_is_loading_tensorflow_first_and_counts_that_ti
     from grad_reverse.demo.cli import LOADING_NOTE
 
     result = subprocess.run(
-        [sys.executable, "-m", "grad_reverse", "demo", "--seed", "3", "--steps", str(REPRO_STEPS),
-         "--out", str(tmp_path / "out")],
-        capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "grad_reverse",
+            "demo",
+            "--seed",
+            "3",
+            "--steps",
+            str(REPRO_STEPS),
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     lines = result.stdout.splitlines()
     assert lines[0] == LOADING_NOTE, result.stdout[:500]
     done = [line for line in lines if line.startswith("Done in")]
     assert len(done) == 1, result.stdout
-    assert re.fullmatch(r"Done in \d+ s, after \d+ s loading TensorFlow\. Written to the folder on the last line:",
-                        done[0]), done[0]
+    assert re.fullmatch(
+        r"Done in \d+ s, after \d+ s loading TensorFlow\. Written to the folder on the last line:", done[0]
+    ), done[0]
     assert lines[-1] == str(tmp_path / "out"), lines[-1]
 
 
@@ -341,8 +381,9 @@ def test_demo_runs_under_keras_2(tmp_path):
         if os.environ.get("GRAD_REVERSE_REQUIRE_LEGACY_KERAS"):
             pytest.fail("GRAD_REVERSE_REQUIRE_LEGACY_KERAS is set but tf-keras is not installed")
         pytest.skip("Keras 3 without tf-keras: no Keras 2 here (CI's legacy step and TensorFlow 2.15 row have one)")
-    result = subprocess.run([sys.executable, "-c", LEGACY_DEMO, str(tmp_path / "out")], env=env,
-                            capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-c", LEGACY_DEMO, str(tmp_path / "out")], env=env, capture_output=True, text=True, timeout=600
+    )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.strip().splitlines()
     assert len(lines) == 1, result.stdout  # quiet: the script's own line only

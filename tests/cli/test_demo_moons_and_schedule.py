@@ -41,6 +41,7 @@ def test_noise_free_moons_lie_on_two_half_circles_around_the_origin():
 def test_rotate_keeps_distances_and_turns_every_point_by_the_angle():
     x, _ = data.make_moons(50, 0.05, np.random.default_rng(2))
     r = data.rotate(x, 35.0)
+
     def pairwise(p):
         return np.linalg.norm(p[:, None, :] - p[None, :, :], axis=-1)
 
@@ -111,18 +112,30 @@ def ones_dataset():
     return tf.data.Dataset.from_tensors((np.ones((4, 1), "float32"), np.zeros((4, 1), "float32"))).repeat()
 
 
-@pytest.mark.parametrize("make_variable", [
-    lambda: tf.Variable(0.0, trainable=False),
-    pytest.param(lambda: keras.Variable(0.0, trainable=False),
-                 marks=pytest.mark.skipif(not KERAS_3, reason="keras.Variable is Keras 3 only")),
-], ids=["tf.Variable", "keras.Variable"])
+@pytest.mark.parametrize(
+    "make_variable",
+    [
+        lambda: tf.Variable(0.0, trainable=False),
+        pytest.param(
+            lambda: keras.Variable(0.0, trainable=False),
+            marks=pytest.mark.skipif(not KERAS_3, reason="keras.Variable is Keras 3 only"),
+        ),
+    ],
+    ids=["tf.Variable", "keras.Variable"],
+)
 def test_schedule_assigns_lambda_before_each_batch_and_fit_uses_it_without_retracing(make_variable):
     lambda_ = make_variable()
     model, counter = reversal_model(lambda_)
     record = record_w()
     traces = RecordTraces(counter)
-    history = model.fit(ones_dataset(), epochs=2, steps_per_epoch=3, shuffle=False, verbose=0,
-                        callbacks=[DANNLambdaSchedule(lambda_, lambda_max=2.0), record, traces])
+    history = model.fit(
+        ones_dataset(),
+        epochs=2,
+        steps_per_epoch=3,
+        shuffle=False,
+        verbose=0,
+        callbacks=[DANNLambdaSchedule(lambda_, lambda_max=2.0), record, traces],
+    )
     expected = [dann_lambda(step / 5, lambda_max=2.0) for step in range(6)]
     np.testing.assert_allclose(np.diff(record.w), expected, rtol=1e-5, atol=1e-6)
     assert float(lambda_.numpy()) == pytest.approx(expected[-1])
@@ -134,10 +147,17 @@ def test_schedule_assigns_lambda_before_each_batch_and_fit_uses_it_without_retra
     traced = traces.after_batch[0]
 
     # A second fit restarts the ramp, on the same traced train function.
-    model.fit(ones_dataset(), epochs=1, steps_per_epoch=4, shuffle=False, verbose=0,
-              callbacks=[DANNLambdaSchedule(lambda_, gamma=3.0), record, traces])
-    np.testing.assert_allclose(np.diff(record.w), [dann_lambda(s / 3, gamma=3.0) for s in range(4)],
-                               rtol=1e-5, atol=1e-6)
+    model.fit(
+        ones_dataset(),
+        epochs=1,
+        steps_per_epoch=4,
+        shuffle=False,
+        verbose=0,
+        callbacks=[DANNLambdaSchedule(lambda_, gamma=3.0), record, traces],
+    )
+    np.testing.assert_allclose(
+        np.diff(record.w), [dann_lambda(s / 3, gamma=3.0) for s in range(4)], rtol=1e-5, atol=1e-6
+    )
     assert set(traces.after_batch) == {traced}
 
 
@@ -161,6 +181,10 @@ def test_schedule_with_an_unknown_number_of_steps_needs_total_steps():
     with pytest.raises(ValueError, match="total_steps"):
         model.fit(unknown_length_dataset(3), shuffle=False, verbose=0, callbacks=[DANNLambdaSchedule(lambda_)])
     record = record_w()
-    model.fit(unknown_length_dataset(3), shuffle=False, verbose=0,
-              callbacks=[DANNLambdaSchedule(lambda_, total_steps=3), record])
+    model.fit(
+        unknown_length_dataset(3),
+        shuffle=False,
+        verbose=0,
+        callbacks=[DANNLambdaSchedule(lambda_, total_steps=3), record],
+    )
     np.testing.assert_allclose(np.diff(record.w), [dann_lambda(s / 2) for s in range(3)], rtol=1e-5, atol=1e-6)

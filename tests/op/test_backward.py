@@ -19,16 +19,29 @@ from grad_reverse._backward import decide
 from grad_reverse._xla import kernel_devices
 
 GPUS = ["/physical_device:GPU:0"]
-NO_NVCC = {"cuda": False, "cuda_note": "no CUDA toolkit (nvcc) found at build time",
-           "tensorflow_cuda_version": "12.5.1", "cuda_toolkit_version": ""}
-CUDA_13 = {"cuda": True, "cuda_toolkit_version": "13.0.88", "tensorflow_cuda_version": "12.5.1",
-           "cuda_architectures": "75-real;80-real;90"}
-CUDA_12 = {"cuda": True, "cuda_toolkit_version": "12.8.93", "tensorflow_cuda_version": "12.5.1",
-           "cuda_architectures": "70-real;80-real;90"}
+NO_NVCC = {
+    "cuda": False,
+    "cuda_note": "no CUDA toolkit (nvcc) found at build time",
+    "tensorflow_cuda_version": "12.5.1",
+    "cuda_toolkit_version": "",
+}
+CUDA_13 = {
+    "cuda": True,
+    "cuda_toolkit_version": "13.0.88",
+    "tensorflow_cuda_version": "12.5.1",
+    "cuda_architectures": "75-real;80-real;90",
+}
+CUDA_12 = {
+    "cuda": True,
+    "cuda_toolkit_version": "12.8.93",
+    "tensorflow_cuda_version": "12.5.1",
+    "cuda_architectures": "70-real;80-real;90",
+}
 AMPERE = {GPUS[0]: (8, 0)}
 
 
 # ------------------------------------------------------------- decision ----
+
 
 @pytest.mark.parametrize("value", [None, "", "auto", "native", "stock", "Native", " STOCK "])
 def test_accepted_values_without_gpus(value):
@@ -48,9 +61,11 @@ def test_an_unknown_value_names_the_variable_and_the_accepted_values(value):
 
 
 def test_auto_uses_the_cuda_kernel_when_the_driver_has_the_library_cuda_major():
-    for build, driver, versions in [(CUDA_13, 13000, "driver CUDA 13.0, library CUDA 13.0.88"),
-                                    (CUDA_12, 12040, "driver CUDA 12.4, library CUDA 12.8.93"),
-                                    (CUDA_12, 13010, "driver CUDA 13.1, library CUDA 12.8.93")]:
+    for build, driver, versions in [
+        (CUDA_13, 13000, "driver CUDA 13.0, library CUDA 13.0.88"),
+        (CUDA_12, 12040, "driver CUDA 12.4, library CUDA 12.8.93"),
+        (CUDA_12, 13010, "driver CUDA 13.1, library CUDA 12.8.93"),
+    ]:
         backward = decide("auto", build, GPUS, driver, AMPERE)
         assert backward.kernel == "native" and backward.warning is None, backward
         assert backward.reason == f"native CUDA kernel on the GPU; {versions}"
@@ -59,10 +74,14 @@ def test_auto_uses_the_cuda_kernel_when_the_driver_has_the_library_cuda_major():
 def test_auto_uses_stock_ops_and_says_why_when_the_build_had_no_nvcc():
     backward = decide(None, NO_NVCC, GPUS, None)
     assert backward.kernel == "stock"
-    assert backward.reason == "the grad_reverse library has no CUDA kernels (no CUDA toolkit (nvcc) found at build time)"
+    assert (
+        backward.reason == "the grad_reverse library has no CUDA kernels (no CUDA toolkit (nvcc) found at build time)"
+    )
     warning = backward.warning
-    assert warning.startswith("grad_reverse: TensorFlow sees 1 GPU(s) (/physical_device:GPU:0), but the "
-                              "grad_reverse library has no CUDA kernels (no CUDA toolkit (nvcc) found at build time)")
+    assert warning.startswith(
+        "grad_reverse: TensorFlow sees 1 GPU(s) (/physical_device:GPU:0), but the "
+        "grad_reverse library has no CUDA kernels (no CUDA toolkit (nvcc) found at build time)"
+    )
     assert "stock TensorFlow ops (dy * -lambda) on every device, which run on the GPU" in warning
     assert "install a CUDA 12.5.1 toolkit" in warning and "pip install --force-reinstall --no-deps ." in warning
     assert "Set GRAD_REVERSE_BACKWARD=stock to choose stock ops explicitly" in warning
@@ -78,9 +97,14 @@ def test_auto_uses_stock_ops_and_names_both_versions_when_the_driver_is_too_old(
     assert "CUDA 12.5.1 toolkit" in backward.warning  # the other fix: rebuild for TensorFlow's CUDA
 
 
-@pytest.mark.parametrize("driver, says", [(0, "no NVIDIA driver was found"),
-                                          (-1, "could not determine the driver's CUDA version"),
-                                          (None, "could not determine the driver's CUDA version")])
+@pytest.mark.parametrize(
+    "driver, says",
+    [
+        (0, "no NVIDIA driver was found"),
+        (-1, "could not determine the driver's CUDA version"),
+        (None, "could not determine the driver's CUDA version"),
+    ],
+)
 def test_auto_uses_stock_ops_when_the_driver_is_missing_or_unknown(driver, says):
     backward = decide("auto", CUDA_13, GPUS, driver)
     assert backward.kernel == "stock" and says in backward.warning
@@ -104,20 +128,23 @@ def test_native_is_obeyed_but_warns_of_a_cpu_round_trip_or_a_failing_launch():
     assert fine.reason == "chosen by GRAD_REVERSE_BACKWARD=native; driver CUDA 13.0, library CUDA 13.0.88"
 
 
-@pytest.mark.parametrize("architectures, capability, runs", [
-    ("75-real;80-real;90", (8, 6), True),    # sm_80 SASS runs on 8.6
-    ("75-real;80-real;90", (7, 5), True),
-    ("75-real;80-real;90", (9, 0), True),
-    ("75-real;80-real;90", (12, 0), True),   # compute_90 PTX, compiled by the driver
-    ("75-real;80-real;90", (6, 1), False),   # Pascal: no SASS of major 6, PTX 9.0 too new
-    ("75-real;80-real;90", (7, 0), False),   # sm_75 SASS does not run on 7.0
-    ("75-real;80-real", (9, 0), False),      # no SASS of major 9, no PTX
-    ("75-real;80-real", (12, 0), False),
-    ("70-real;80-real;90", (7, 2), True),
-    ("90-virtual", (8, 9), False),           # PTX only runs on capabilities at least its own
-    ("90-virtual", (10, 0), True),
-    ("100-real", (10, 3), True),
-])
+@pytest.mark.parametrize(
+    "architectures, capability, runs",
+    [
+        ("75-real;80-real;90", (8, 6), True),  # sm_80 SASS runs on 8.6
+        ("75-real;80-real;90", (7, 5), True),
+        ("75-real;80-real;90", (9, 0), True),
+        ("75-real;80-real;90", (12, 0), True),  # compute_90 PTX, compiled by the driver
+        ("75-real;80-real;90", (6, 1), False),  # Pascal: no SASS of major 6, PTX 9.0 too new
+        ("75-real;80-real;90", (7, 0), False),  # sm_75 SASS does not run on 7.0
+        ("75-real;80-real", (9, 0), False),  # no SASS of major 9, no PTX
+        ("75-real;80-real", (12, 0), False),
+        ("70-real;80-real;90", (7, 2), True),
+        ("90-virtual", (8, 9), False),  # PTX only runs on capabilities at least its own
+        ("90-virtual", (10, 0), True),
+        ("100-real", (10, 3), True),
+    ],
+)
 def test_auto_uses_the_kernel_exactly_on_gpus_the_built_architectures_cover(architectures, capability, runs):
     build = dict(CUDA_13, cuda_architectures=architectures)
     assert _gpu_support.runs_on(architectures.split(";"), capability) is runs
@@ -127,8 +154,10 @@ def test_auto_uses_the_kernel_exactly_on_gpus_the_built_architectures_cover(arch
         assert backward.warning is None
     else:
         found = f"{capability[0]}.{capability[1]}"
-        assert backward.reason == (f"/physical_device:GPU:0 has compute capability {found}, which the library's "
-                                   f"CUDA kernels (built for CUDA architectures {architectures}) do not cover")
+        assert backward.reason == (
+            f"/physical_device:GPU:0 has compute capability {found}, which the library's "
+            f"CUDA kernels (built for CUDA architectures {architectures}) do not cover"
+        )
         wanted = f"{capability[0]}{capability[1]}-real;{architectures}"
         assert f'-C "cmake.define.CMAKE_CUDA_ARCHITECTURES={wanted}"' in backward.warning
         assert "with a CUDA toolkit that supports that architecture" in backward.warning
@@ -144,14 +173,20 @@ def test_one_uncovered_gpu_among_several_makes_auto_use_stock_ops():
     assert decide("auto", CUDA_13, gpus, 13000, {gpus[0]: (8, 0), gpus[1]: (8, 9)}).kernel == "native"
 
 
-@pytest.mark.parametrize("build, capabilities, says", [
-    ({k: v for k, v in CUDA_13.items() if k != "cuda_architectures"}, AMPERE,
-     "does not list the CUDA architectures it was built for (an older build)"),
-    (dict(CUDA_13, cuda_architectures=""), AMPERE, "does not list the CUDA architectures"),
-    (CUDA_13, {GPUS[0]: None}, "could not read the compute capability of /physical_device:GPU:0"),
-    (CUDA_13, None, "could not read the compute capability of /physical_device:GPU:0"),
-    (dict(CUDA_13, cuda_architectures="sm_80"), AMPERE, "'sm_80' is not a CUDA architecture"),
-])
+@pytest.mark.parametrize(
+    "build, capabilities, says",
+    [
+        (
+            {k: v for k, v in CUDA_13.items() if k != "cuda_architectures"},
+            AMPERE,
+            "does not list the CUDA architectures it was built for (an older build)",
+        ),
+        (dict(CUDA_13, cuda_architectures=""), AMPERE, "does not list the CUDA architectures"),
+        (CUDA_13, {GPUS[0]: None}, "could not read the compute capability of /physical_device:GPU:0"),
+        (CUDA_13, None, "could not read the compute capability of /physical_device:GPU:0"),
+        (dict(CUDA_13, cuda_architectures="sm_80"), AMPERE, "'sm_80' is not a CUDA architecture"),
+    ],
+)
 def test_auto_uses_stock_ops_when_the_architectures_or_the_capability_are_unknown(build, capabilities, says):
     backward = decide("auto", build, GPUS, 13000, capabilities)
     assert backward.kernel == "stock" and says in backward.warning
@@ -188,19 +223,31 @@ def test_choose_asks_the_driver_only_with_gpus_and_cuda_kernels_and_warns_once(r
     assert [str(w.message) for w in recwarn] == [decide(None, NO_NVCC, GPUS, None).warning]
     recwarn.clear()
     asked = []
-    backward = _backward.choose_backward(CUDA_13, lambda: asked.append(1) or 12040, lambda: GPUS, environ={},
-                                compute_capability=lambda gpu: asked.append(gpu) or (8, 0))
+    backward = _backward.choose_backward(
+        CUDA_13,
+        lambda: asked.append(1) or 12040,
+        lambda: GPUS,
+        environ={},
+        compute_capability=lambda gpu: asked.append(gpu) or (8, 0),
+    )
     assert asked == [1, GPUS[0]] and backward.kernel == "stock"
     assert len(recwarn) == 1 and recwarn[0].category is RuntimeWarning
     recwarn.clear()
-    pascal = _backward.choose_backward(CUDA_13, lambda: 13000, lambda: GPUS, environ={},
-                              compute_capability={GPUS[0]: (6, 1)}.get)
+    pascal = _backward.choose_backward(
+        CUDA_13, lambda: 13000, lambda: GPUS, environ={}, compute_capability={GPUS[0]: (6, 1)}.get
+    )
     assert pascal == decide(None, CUDA_13, GPUS, 13000, {GPUS[0]: (6, 1)}) and pascal.kernel == "stock"
     assert [str(w.message) for w in recwarn] == [pascal.warning]
-    assert _backward.choose_backward(CUDA_13, lambda: 13000, lambda: GPUS, environ={},
-                            compute_capability={GPUS[0]: (8, 6)}.get).kernel == "native"
+    assert (
+        _backward.choose_backward(
+            CUDA_13, lambda: 13000, lambda: GPUS, environ={}, compute_capability={GPUS[0]: (8, 6)}.get
+        ).kernel
+        == "native"
+    )
     with pytest.raises(ValueError, match="accepted values"):
-        _backward.choose_backward(CUDA_13, must_not_be_called, must_not_be_called, environ={"GRAD_REVERSE_BACKWARD": "x"})
+        _backward.choose_backward(
+            CUDA_13, must_not_be_called, must_not_be_called, environ={"GRAD_REVERSE_BACKWARD": "x"}
+        )
 
 
 def test_cuda_version_helpers():
@@ -214,7 +261,9 @@ def test_this_process_uses_what_decide_says_for_it():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the import warned already, if there was cause
         assert ops.BACKWARD == _backward.choose_backward(grad_reverse.BUILD_INFO, _library_calls.cuda_driver_version)
-    expected = grad_reverse.ops._library.grad_reverse_grad if ops.BACKWARD.kernel == "native" else _backward.stock_reverse
+    expected = (
+        grad_reverse.ops._library.grad_reverse_grad if ops.BACKWARD.kernel == "native" else _backward.stock_reverse
+    )
     assert ops._reverse_dense is expected
 
 
@@ -237,12 +286,14 @@ def test_info_reports_the_backward_and_its_warning(monkeypatch):
     monkeypatch.setattr(ops, "BACKWARD", decide("auto", CUDA_13, [], None))
     report = info.collect()
     assert report["backward"] == "native GradReverseGrad kernel: no GPU visible (GRAD_REVERSE_BACKWARD=auto)"
-    assert report["cuda_architectures"] == (grad_reverse.BUILD_INFO["cuda_architectures"]
-                                            if grad_reverse.BUILD_INFO.get("cuda") else "none")
+    assert report["cuda_architectures"] == (
+        grad_reverse.BUILD_INFO["cuda_architectures"] if grad_reverse.BUILD_INFO.get("cuda") else "none"
+    )
     assert "warning" not in report
     monkeypatch.setattr(ops, "BACKWARD", decide("stock", CUDA_13, [], None))
-    assert info.collect()["backward"] == ("stock TensorFlow ops (dy * -lambda) on every device: "
-                                          "chosen by GRAD_REVERSE_BACKWARD=stock")
+    assert info.collect()["backward"] == (
+        "stock TensorFlow ops (dy * -lambda) on every device: chosen by GRAD_REVERSE_BACKWARD=stock"
+    )
     monkeypatch.setattr(ops, "BACKWARD", decide("auto", CUDA_13, GPUS, 12040))
     report = info.collect()
     assert report["backward"].startswith("stock TensorFlow ops (dy * -lambda) on every device: the library's CUDA")
@@ -251,6 +302,7 @@ def test_info_reports_the_backward_and_its_warning(monkeypatch):
 
 
 # ---------------------------------------------------- kernel registry ----
+
 
 def test_forward_has_a_gpu_kernel_in_every_build_and_the_backward_exactly_with_cuda():
     """TensorFlow's kernel registry lists what the loaded library registered,

@@ -23,6 +23,7 @@ PROBE = Path(__file__).with_name("backward_probe.py")
 
 # --------------------------------------------------- the modes, run ----
 
+
 def run_probe(value: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, GRAD_REVERSE_BACKWARD=value, TF_CPP_MIN_LOG_LEVEL="2")
     return subprocess.run([sys.executable, str(PROBE)], env=env, capture_output=True, text=True, timeout=600)
@@ -40,13 +41,20 @@ def probes():
 
 def test_gradient_graph_holds_grad_reverse_grad_in_native_mode_and_only_stock_ops_in_stock_mode(probes):
     assert probes["native"]["backward"]["kernel"] == "native"
-    assert probes["stock"]["backward"] == {"mode": "stock", "kernel": "stock",
-                                          "reason": "chosen by GRAD_REVERSE_BACKWARD=stock"}
+    assert probes["stock"]["backward"] == {
+        "mode": "stock",
+        "kernel": "stock",
+        "reason": "chosen by GRAD_REVERSE_BACKWARD=stock",
+    }
     for dtype in ("float16", "bfloat16", "float32", "float64"):
         assert probes["native"]["op_types"][dtype] == ["GradReverseGrad"]
     widened = ["Cast", "Mul", "Neg", "StopGradient"]
-    assert probes["stock"]["op_types"] == {"float16": widened, "bfloat16": widened, "float64": widened,
-                                           "float32": ["Mul", "Neg", "StopGradient"]}
+    assert probes["stock"]["op_types"] == {
+        "float16": widened,
+        "bfloat16": widened,
+        "float64": widened,
+        "float32": ["Mul", "Neg", "StopGradient"],
+    }
 
 
 def test_second_order_gradients_are_the_same_in_both_modes_eager_function_and_xla(probes):
@@ -71,14 +79,18 @@ def test_indexed_slices_stay_sparse_in_both_modes(probes):
 
 def test_import_fails_on_an_unknown_value_naming_the_accepted_ones():
     env = dict(os.environ, GRAD_REVERSE_BACKWARD="fastest", TF_CPP_MIN_LOG_LEVEL="2")
-    result = subprocess.run([sys.executable, "-c", "import grad_reverse"], env=env,
-                            capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-c", "import grad_reverse"], env=env, capture_output=True, text=True, timeout=600
+    )
     assert result.returncode != 0
-    assert "ValueError: GRAD_REVERSE_BACKWARD='fastest' is not a valid value; accepted values: " \
-           "auto (the default), native, stock." in result.stderr
+    assert (
+        "ValueError: GRAD_REVERSE_BACKWARD='fastest' is not a valid value; accepted values: "
+        "auto (the default), native, stock." in result.stderr
+    )
 
 
 # -------------------------------------------- stock == kernel, bitwise ----
+
 
 def assert_bitwise_equal_but_nan_payloads(stock, native) -> int:
     """Bitwise equal wherever the kernel's result is not a NaN; where it is,
@@ -124,11 +136,26 @@ def test_stock_backward_equals_the_kernel_bitwise_for_every_16_bit_value(dtype):
 def special_values(dtype) -> np.ndarray:
     info = np.finfo(dtype)
     rng = np.random.default_rng(3)
-    finite = np.concatenate([rng.standard_normal(4000), rng.standard_normal(2000) * 1e30,
-                             rng.standard_normal(2000) * float(info.tiny) * 4])
-    specials = [0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, info.tiny, -info.tiny,
-                info.smallest_subnormal, -info.smallest_subnormal, info.tiny - info.smallest_subnormal,
-                info.max, -info.max, 1.0, -1.0]
+    finite = np.concatenate(
+        [rng.standard_normal(4000), rng.standard_normal(2000) * 1e30, rng.standard_normal(2000) * float(info.tiny) * 4]
+    )
+    specials = [
+        0.0,
+        -0.0,
+        np.inf,
+        -np.inf,
+        np.nan,
+        -np.nan,
+        info.tiny,
+        -info.tiny,
+        info.smallest_subnormal,
+        -info.smallest_subnormal,
+        info.tiny - info.smallest_subnormal,
+        info.max,
+        -info.max,
+        1.0,
+        -1.0,
+    ]
     return np.concatenate([np.array(specials), finite]).astype(dtype)
 
 

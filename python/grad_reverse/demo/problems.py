@@ -62,8 +62,14 @@ def blobs(seed: int) -> Problem:
 
 def moons(seed: int) -> Problem:
     d = make_domains(seed)
-    return Problem("moons", 2, d.x_source, d.y_source.reshape(-1, 1).astype("float32"), d.x_target,
-                   d.y_target.reshape(-1).astype("int32"))
+    return Problem(
+        "moons",
+        2,
+        d.x_source,
+        d.y_source.reshape(-1, 1).astype("float32"),
+        d.x_target,
+        d.y_target.reshape(-1).astype("int32"),
+    )
 
 
 PROBLEMS = {"moons": moons, "blobs": blobs}
