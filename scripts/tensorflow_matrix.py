@@ -46,14 +46,14 @@ import subprocess
 import sys
 import tempfile
 import time
-import xml.etree.ElementTree as ElementTree
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Optional, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "build_tools"))
 from find_python import find_python  # noqa: E402
+from matrix_rows import Row, markdown, read_junit  # noqa: E402
 from no_compiler_path import no_compiler_path  # noqa: E402
 
 RELEASES = ("2.15", "2.16", "2.17", "2.18", "2.19", "2.20", "2.21")
@@ -66,29 +66,6 @@ NO_WHEEL = re.compile(
     r"No matching distribution found for (tensorflow-cpu|tf-nightly)|"
     r"Could not find a version that satisfies the requirement (tensorflow-cpu|tf-nightly)"
 )
-
-
-@dataclass
-class Row:
-    release: str
-    python: str
-    library: str = "auto"  # GRAD_REVERSE_LIBRARY of the tests; the kind loaded goes in `loaded`
-    loaded: str = ""
-    result: str = "not run"  # passed | failed | no interpreter | no wheel | install failed | build failed
-    tensorflow: str = ""
-    python_version: str = ""
-    install_seconds: float = 0.0
-    build_seconds: float = 0.0
-    test_seconds: float = 0.0
-    passed: int = 0
-    failed: int = 0
-    skipped: int = 0
-    xla_kernels: Optional[bool] = None
-    cuda_kernels: Optional[bool] = None
-    note: str = ""
-    source_commit: str = ""
-    skip_reasons: dict[str, int] = field(default_factory=dict)
-    failures: list[str] = field(default_factory=list)
 
 
 def parse_row(text: str, default_python: str) -> Row:
@@ -158,22 +135,6 @@ class Runner:
                 code, output = -1, f"{error.stdout or ''}\n[timed out after {timeout} s]"
             log.write(output)
         return code, output, time.monotonic() - start
-
-
-def read_junit(path: Path, row: Row) -> None:
-    suite = ElementTree.parse(path).getroot()
-    suite = suite if suite.tag == "testsuite" else suite.find("testsuite")
-    for case in suite.iter("testcase"):
-        name = f"{case.get('classname', '')}::{case.get('name', '')}"
-        if case.find("failure") is not None or case.find("error") is not None:
-            row.failed += 1
-            row.failures.append(name)
-        elif (skip := case.find("skipped")) is not None:
-            row.skipped += 1
-            reason = (skip.get("message") or "").strip()
-            row.skip_reasons[reason] = row.skip_reasons.get(reason, 0) + 1
-        else:
-            row.passed += 1
 
 
 def tensorflow_requirement(release: str) -> str:
@@ -322,23 +283,6 @@ def run_environment(
     finally:
         if not keep:
             shutil.rmtree(work, ignore_errors=True)
-
-
-def markdown(rows: Sequence[Row]) -> str:
-    lines = [
-        "| TensorFlow | Python | library | result | build (wheel: install) s | passed | failed | skipped "
-        "| XLA kernels | note |",
-        "|---|---|---|---|---:|---:|---:|---:|---|---|",
-    ]
-    for row in rows:
-        xla = {True: "yes", False: "no", None: ""}[row.xla_kernels]
-        library = row.loaded + (f" ({row.library})" if row.library != "auto" else "")
-        lines.append(
-            f"| {row.tensorflow or row.release} | {row.python_version or row.python} | {library} | "
-            f"{row.result} | {row.build_seconds:.0f} | {row.passed} | {row.failed} | {row.skipped} | "
-            f"{xla} | {row.note} |"
-        )
-    return "\n".join(lines) + "\n"
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

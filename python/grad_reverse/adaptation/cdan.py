@@ -33,7 +33,8 @@ import tensorflow as tf
 
 from grad_reverse._keras import keras
 from grad_reverse.adaptation.domain_head import MEAN_OVER_BATCH, DomainHeadModel, domain_term
-from grad_reverse.adaptation.model import class_log_probabilities, tell_from_logits
+from grad_reverse.adaptation.model import class_log_probabilities
+from grad_reverse.adaptation.parts import tell_from_logits
 
 RANDOMIZED_SWITCH = 4096  # dim(f) * classes above which `randomized=None` picks the randomized map
 MAX_MULTILINEAR_SIZE = 1 << 20  # per point: 4 MiB of float32 for each point of a batch

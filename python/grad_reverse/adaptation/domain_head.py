@@ -32,7 +32,8 @@ import tensorflow as tf
 
 from grad_reverse._keras import keras
 from grad_reverse.adaptation.data import finite
-from grad_reverse.adaptation.model import AdversarialModel, activation_name, check_part
+from grad_reverse.adaptation.model import AdversarialModel
+from grad_reverse.adaptation.parts import activation_name, check_part
 
 SUM_OVER_DOMAINS = "sum_over_domains"
 MEAN_OVER_BATCH = "mean_over_batch"

@@ -30,7 +30,8 @@ import tensorflow as tf
 
 from grad_reverse._keras import keras
 from grad_reverse.adaptation.data import finite
-from grad_reverse.adaptation.model import AdversarialModel, check_part, class_log_probabilities, tell_from_logits
+from grad_reverse.adaptation.model import AdversarialModel, class_log_probabilities
+from grad_reverse.adaptation.parts import check_part, tell_from_logits
 from grad_reverse.ops import grad_reverse
 from grad_reverse.schedule import DEFAULT_WARM_START_STEPS
 

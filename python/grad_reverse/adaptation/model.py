@@ -26,6 +26,7 @@ import tensorflow as tf
 from grad_reverse._keras import KERAS_3, keras
 from grad_reverse.adaptation import keras_compat
 from grad_reverse.adaptation.data import fit_batches, finite
+from grad_reverse.adaptation.parts import build_on_one_point
 from grad_reverse.adaptation.optimizers import build_every_optimizer, make_part_optimizers, optimizer_groups
 from grad_reverse.ops import grad_reverse
 from grad_reverse.schedule import ScheduleState, check_schedule, scheduled_lambda
@@ -100,31 +101,6 @@ def track_label_loss(model: Any, loss: tf.Tensor, batch_size: tf.Tensor) -> None
 _TINY = 1e-12
 
 
-def activation_name(head: Any) -> Optional[str]:
-    """The name of the activation that produces `head`'s output, when it can be told."""
-    activation = getattr(head, "activation", None)
-    if activation is not None:
-        return getattr(activation, "__name__", None)
-    layers = getattr(head, "layers", None)
-    return activation_name(layers[-1]) if layers else None
-
-
-def tell_from_logits(method: str, label_head: Any, label_from_logits: Optional[bool]) -> tuple:
-    """`(from_logits, activation)`: whether `label_head` outputs logits, told from its last activation
-    unless `label_from_logits` says it; a ValueError naming what is accepted otherwise."""
-    activation = activation_name(label_head)
-    if label_from_logits is not None:
-        return bool(label_from_logits), activation
-    if activation not in ("linear", "softmax", "sigmoid"):
-        raise ValueError(
-            f"{method}.compile: {method} needs class probabilities from the label head, and cannot tell "
-            f"whether it outputs logits or probabilities (its last activation is {activation!r}); accepted: "
-            "a last activation of softmax, sigmoid (one unit) or linear (logits), or "
-            "compile(label_from_logits=True or False)"
-        )
-    return activation == "linear", activation
-
-
 def class_log_probabilities(method: str, y: tf.Tensor, from_logits: bool, activation: Optional[str]) -> tf.Tensor:
     """Log-probabilities [batch, classes] (float32) from a label head's output `y` [batch, units]
     (CDAN's conditioning, MDD's disparity).
@@ -153,12 +129,6 @@ def class_log_probabilities(method: str, y: tf.Tensor, from_logits: bool, activa
     if from_logits:
         return tf.nn.log_softmax(y, axis=-1)
     return tf.math.log(tf.clip_by_value(y, _TINY, 1.0))
-
-
-def check_part(method: str, name: str, part: Any) -> Any:
-    if not isinstance(part, keras.layers.Layer):
-        raise TypeError(f"{method}: {name} must be a Keras model or layer, got {type(part).__name__}")
-    return part
 
 
 class AdversarialModel(keras.Model):
@@ -390,25 +360,13 @@ class AdversarialModel(keras.Model):
         )
         if isinstance(epochs, bool) or int(epochs) < 1 or int(initial_epoch) < 0:
             raise ValueError(f"{method}.fit: epochs must be >= 1 and initial_epoch >= 0, got {epochs}, {initial_epoch}")
-        self._build_on(feature_spec)
+        build_on_one_point(self, feature_spec)
         if self._part_optimizers():
             self.build_optimizers()
         self.set_schedule_steps(int(epochs) * steps, int(initial_epoch) * steps)
         return super().fit(
             dataset, epochs=epochs, steps_per_epoch=steps, initial_epoch=initial_epoch, shuffle=False, **kwargs
         )
-
-    def _build_on(self, spec: tf.TensorSpec) -> None:
-        """Calls the model once on one zero point, so Keras records single
-        points (not training pairs) as its input (export, saving); then
-        builds or checks the adversary's parts on that point's features."""
-        shape = [1] + [1 if d is None else d for d in spec.shape[1:]]
-        with self.distribute_strategy.scope():
-            point = tf.zeros(shape, spec.dtype)
-            # The adversary first: Keras warns when a model is built with parts still unbuilt.
-            self._prepare_adversary(self.feature_extractor(point, training=False))
-            if not self.built:
-                self(point, training=False)
 
     # --- saving ----------------------------------------------------------------------
 
