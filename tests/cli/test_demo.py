@@ -103,7 +103,7 @@ def test_cli_registers_demo_with_its_options():
     assert (args.out, args.seeds, args.steps, args.quiet) == ("somewhere", [4, 7], 10, False)
     assert callable(args.run)
     defaults = parser.parse_args(["demo"])
-    # No --steps: the moons demo's default (a comparison has its own: tests/test_demo_methods.py).
+    # No --steps: the moons demo's default (a comparison has its own: tests/cli/test_demo_methods.py).
     assert (defaults.out, defaults.seeds, defaults.steps) == (DEFAULT_OUT, None, None)
     assert cli.default_steps(defaults) == DEFAULT_STEPS
     with pytest.raises(SystemExit):

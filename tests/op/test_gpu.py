@@ -6,7 +6,7 @@ tf.function.
 
 Runs when TensorFlow sees a GPU; skipped otherwise (tensorflow-cpu, or no CUDA
 device). The kernel itself is also checked without TensorFlow by
-tests/test_kernels_module.py and scripts/gpu_check_lib/.
+tests/op/test_kernels_module.py and scripts/gpu_check_lib/.
 
 Test values are kept away from denormals: TensorFlow's CPU executor flushes
 denormals to zero and the GPU kernel does not, so a denormal would compare the
