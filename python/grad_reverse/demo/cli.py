@@ -15,6 +15,7 @@ from typing import Any
 from grad_reverse.demo import DEFAULT_OUT, DEFAULT_SEEDS, DEFAULT_STEPS
 from grad_reverse.demo.method_runs import METHODS, STEPS
 from grad_reverse.demo.problems import CLAIMS, PROBLEMS
+from grad_reverse.demo.problems import DEFAULT_SEEDS as PROBLEM_SEEDS
 
 HELP = "DANN on the inter-twinning moons, or methods compared: accuracies, plots, SavedModel export + serving check"
 # Printed before TensorFlow's import, so that the wait has a reason. Measured
@@ -40,11 +41,19 @@ def default_steps(args: argparse.Namespace) -> int:
     return DEFAULT_STEPS if is_moons_demo(args) else STEPS
 
 
+def default_seeds(args: argparse.Namespace) -> tuple:
+    # The moons demo's three; a comparison's per problem (ten on blobs: problems.DEFAULT_SEEDS says why).
+    return DEFAULT_SEEDS if is_moons_demo(args) else PROBLEM_SEEDS[args.problem]
+
+
 def failed_claims(problem: str, mean_target: dict) -> list:
     """The pairs (better, worse) of `problems.CLAIMS[problem]` whose mean target
     accuracies are not in that order (equal is not above); only pairs of methods that ran."""
-    return [(better, worse) for better, worse in CLAIMS[problem]
-            if better in mean_target and worse in mean_target and mean_target[better] <= mean_target[worse]]
+    return [
+        (better, worse)
+        for better, worse in CLAIMS[problem]
+        if better in mean_target and worse in mean_target and mean_target[better] <= mean_target[worse]
+    ]
 
 
 def _few_steps(steps: int, default: int) -> str:
@@ -63,7 +72,7 @@ def _run(args: argparse.Namespace) -> int:
 def _run_and_judge(args: argparse.Namespace) -> tuple:
     """`(result, exit status)`: the serving check's status if it failed, else whether the claims held."""
     steps = args.steps or default_steps(args)
-    seeds = args.seeds or list(DEFAULT_SEEDS)
+    seeds = args.seeds or list(default_seeds(args))
     loading = getattr(args, "loading_seconds", None)
     if is_moons_demo(args):
         from grad_reverse.demo.experiment import run
@@ -73,8 +82,7 @@ def _run_and_judge(args: argparse.Namespace) -> tuple:
         from grad_reverse.demo.methods_experiment import run_methods
 
         methods = list(dict.fromkeys(args.methods or METHODS))  # once each, in the order asked
-        result = run_methods(args.out, args.problem, methods, seeds, steps, quiet=args.quiet,
-                             loading_seconds=loading)
+        result = run_methods(args.out, args.problem, methods, seeds, steps, quiet=args.quiet, loading_seconds=loading)
     if result["serving_check"] != 0:
         return result, result["serving_check"]
     mean = result["mean_target"]
@@ -85,11 +93,13 @@ def _run_and_judge(args: argparse.Namespace) -> tuple:
     if is_moons_demo(args):
         # With the default steps, DANN not beating the plain network means the
         # gradient is not being reversed (or far fewer steps were asked for).
-        print(f"demo: FAIL: DANN's mean target accuracy is not above source-only's "
-              f"({mean['dann'] - mean['source_only']:+.3f}){few}", file=sys.stderr)
+        print(
+            f"demo: FAIL: DANN's mean target accuracy is not above source-only's "
+            f"({mean['dann'] - mean['source_only']:+.3f}){few}",
+            file=sys.stderr,
+        )
     else:
-        gaps = "; ".join(f"{better} {mean[better]:.3f} not above {worse} {mean[worse]:.3f}"
-                         for better, worse in failed)
+        gaps = "; ".join(f"{better} {mean[better]:.3f} not above {worse} {mean[worse]:.3f}" for better, worse in failed)
         print(f"demo: FAIL: mean target accuracy on {args.problem}: {gaps}{few}", file=sys.stderr)
     return result, 1
 
@@ -105,19 +115,38 @@ def add_cli(subparsers: Any) -> None:
         "networks, weights and batches for each; a table over the seeds, decision boundaries, "
         "target accuracy per seed). The same --seed gives the same numbers on the same machine.",
     )
-    parser.add_argument("--problem", default="moons", choices=tuple(PROBLEMS),
-                        help="moons: the paper's; blobs: three classes, a rotated, label-shifted target "
-                        "(default: moons)")
-    parser.add_argument("--methods", nargs="+", choices=METHODS, metavar="METHOD",
-                        help=f"compare these: {', '.join(METHODS)} (default: source_only and DANN as the "
-                        "moons demo; all of them on another problem)")
-    parser.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
-                        help=f"output directory (default: ./{DEFAULT_OUT})")
-    parser.add_argument("--seed", type=int, nargs="+", action="extend", dest="seeds", metavar="N",
-                        help="run these seeds; --seed 0 1 or --seed 0 --seed 1 (default: %s)"
-                        % " ".join(map(str, DEFAULT_SEEDS)))
-    parser.add_argument("--steps", type=_positive_int, metavar="N",
-                        help=f"training steps per model (default: {DEFAULT_STEPS} for the moons demo, "
-                        f"{STEPS} for a comparison)")
+    parser.add_argument(
+        "--problem",
+        default="moons",
+        choices=tuple(PROBLEMS),
+        help="moons: the paper's; blobs: three classes, a rotated, label-shifted target (default: moons)",
+    )
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        choices=METHODS,
+        metavar="METHOD",
+        help=f"compare these: {', '.join(METHODS)} (default: source_only and DANN as the "
+        "moons demo; all of them on another problem)",
+    )
+    parser.add_argument(
+        "--out", default=DEFAULT_OUT, metavar="DIR", help=f"output directory (default: ./{DEFAULT_OUT})"
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        nargs="+",
+        action="extend",
+        dest="seeds",
+        metavar="N",
+        help="run these seeds; --seed 0 1 or --seed 0 --seed 1 (default: %s; %s for a "
+        "comparison on blobs)" % (" ".join(map(str, DEFAULT_SEEDS)), " ".join(map(str, PROBLEM_SEEDS["blobs"]))),
+    )
+    parser.add_argument(
+        "--steps",
+        type=_positive_int,
+        metavar="N",
+        help=f"training steps per model (default: {DEFAULT_STEPS} for the moons demo, {STEPS} for a comparison)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress or report lines")
     parser.set_defaults(run=_run, loading_note=LOADING_NOTE)
