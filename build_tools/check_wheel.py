@@ -31,8 +31,17 @@ import zipfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from elf_symbols import (ELF_MACHINES, c_api_imports, elf_machine, exported_functions,  # noqa: E402
-                         format_version, newest_versions, non_c_api_imports, too_new, undefined_cuda_symbols)
+from elf_symbols import (
+    ELF_MACHINES,
+    c_api_imports,
+    elf_machine,
+    exported_functions,  # noqa: E402
+    format_version,
+    newest_versions,
+    non_c_api_imports,
+    too_new,
+    undefined_cuda_symbols,
+)
 
 NEWEST_TAG = (2, 27)
 OP_LIBRARY = re.compile(r"grad_reverse/_libs/tf(\d+\.\d+)/_grad_reverse_ops\.so")
@@ -65,16 +74,22 @@ def tag_problems(wheel: Path) -> list[str]:
 def stable_library_problems(library: Path, frameworks: dict[str, Path]) -> list[str]:
     """What is wrong with the stable-ABI library (see the module's doc); prints
     what it imports and, per release, whether that release exports it."""
-    problems = [f"{STABLE_LIBRARY} imports {name}, which is neither TensorFlow's C API nor the C/C++ runtime"
-                for name in non_c_api_imports(library)]
+    problems = [
+        f"{STABLE_LIBRARY} imports {name}, which is neither TensorFlow's C API nor the C/C++ runtime"
+        for name in non_c_api_imports(library)
+    ]
     imported = c_api_imports(library)
     print(f"  {STABLE_LIBRARY} imports {len(imported)} TensorFlow C API functions")
     for release, framework in sorted(frameworks.items()):
         missing = sorted(set(imported) - exported_functions(framework))
-        print(f"    TensorFlow {release}: " + (f"MISSING {', '.join(missing)}" if missing else
-                                                f"exports all {len(imported)}"))
-        problems += [f"TensorFlow {release}'s {framework.name} does not export {name}, which "
-                     f"{STABLE_LIBRARY} imports" for name in missing]
+        print(
+            f"    TensorFlow {release}: "
+            + (f"MISSING {', '.join(missing)}" if missing else f"exports all {len(imported)}")
+        )
+        problems += [
+            f"TensorFlow {release}'s {framework.name} does not export {name}, which {STABLE_LIBRARY} imports"
+            for name in missing
+        ]
     return problems
 
 
@@ -90,8 +105,9 @@ def check(wheel: Path, releases: list[str], frameworks: dict[str, Path] | None =
             path = Path(archive.extract(name, scratch))
             machine = elf_machine(path)
             if cpu and machine != ELF_MACHINES[cpu]:
-                problems.append(f"{name} is not an ELF library for {cpu} (e_machine {machine}, "
-                                f"{ELF_MACHINES[cpu]} expected)")
+                problems.append(
+                    f"{name} is not an ELF library for {cpu} (e_machine {machine}, {ELF_MACHINES[cpu]} expected)"
+                )
             versions = newest_versions(path)
             cuda = undefined_cuda_symbols(path)
             needs = ", ".join(f"{k}_{format_version(v)}" for k, v in sorted(versions.items()))
@@ -107,8 +123,10 @@ def check(wheel: Path, releases: list[str], frameworks: dict[str, Path] | None =
                 else:
                     record = json.loads(archive.read(record_name))
                     records[match.group(1)] = record
-                    line += (f"  TensorFlow {record.get('tensorflow_version')}, cuda={record.get('cuda')} "
-                             f"({record.get('cuda_toolkit_version') or '-'}), xla={record.get('xla')}")
+                    line += (
+                        f"  TensorFlow {record.get('tensorflow_version')}, cuda={record.get('cuda')} "
+                        f"({record.get('cuda_toolkit_version') or '-'}), xla={record.get('xla')}"
+                    )
                     if not str(record.get("tensorflow_version", "")).startswith(match.group(1) + "."):
                         problems.append(f"{record_name} names TensorFlow {record.get('tensorflow_version')}")
             print(line)
@@ -117,13 +135,15 @@ def check(wheel: Path, releases: list[str], frameworks: dict[str, Path] | None =
     if STABLE_LIBRARY not in names:
         problems.append(f"the wheel holds no stable-ABI library ({STABLE_LIBRARY})")
     elif json.loads(archive_record(wheel, STABLE_LIBRARY)).get("abi") != "stable":
-        problems.append(f"the build record beside {STABLE_LIBRARY} does not say \"abi\": \"stable\"")
+        problems.append(f'the build record beside {STABLE_LIBRARY} does not say "abi": "stable"')
     missing = [release for release in releases if release not in records]
     if missing:
         problems.append(f"no op library for TensorFlow {', '.join(missing)}")
     if len({record.get("cuda") for record in records.values()}) > 1:
-        problems.append("some op libraries carry the CUDA kernel and some do not: "
-                        + ", ".join(f"{r}: {rec.get('cuda')}" for r, rec in sorted(records.items())))
+        problems.append(
+            "some op libraries carry the CUDA kernel and some do not: "
+            + ", ".join(f"{r}: {rec.get('cuda')}" for r, rec in sorted(records.items()))
+        )
     return problems
 
 
@@ -151,9 +171,14 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("wheel", type=Path)
     parser.add_argument("--releases", default="", help="TensorFlow releases the wheel must hold, space-separated")
-    parser.add_argument("--framework", action="append", default=[], metavar="RELEASE=PATH",
-                        help="a release's libtensorflow_framework.so.2, whose exports the stable library's "
-                             "imports must be among (repeatable)")
+    parser.add_argument(
+        "--framework",
+        action="append",
+        default=[],
+        metavar="RELEASE=PATH",
+        help="a release's libtensorflow_framework.so.2, whose exports the stable library's "
+        "imports must be among (repeatable)",
+    )
     args = parser.parse_args(argv)
     problems = check(args.wheel, args.releases.split(), parse_frameworks(args.framework))
     for problem in problems:

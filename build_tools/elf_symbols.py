@@ -42,8 +42,11 @@ def newest_versions(library: Path) -> dict[str, tuple[int, ...]]:
 
 def too_new(versions: dict[str, tuple[int, ...]]) -> list[str]:
     """The versions above LIMITS, as "GLIBC_2.34 > 2.27" lines."""
-    return [f"{name}_{format_version(version)} > {format_version(LIMITS[name])}"
-            for name, version in sorted(versions.items()) if name in LIMITS and version > LIMITS[name]]
+    return [
+        f"{name}_{format_version(version)} > {format_version(LIMITS[name])}"
+        for name, version in sorted(versions.items())
+        if name in LIMITS and version > LIMITS[name]
+    ]
 
 
 def format_version(version: tuple[int, ...]) -> str:
@@ -54,7 +57,9 @@ def undefined_cuda_symbols(library: Path) -> list[str]:
     """CUDA runtime symbols the library leaves undefined: resolved at load by
     whichever library exports them (TensorFlow's own runtime, another CUDA
     version), not by the runtime the kernels were compiled for."""
-    names = (line.split()[-1] for line in _run("nm", "-D", "--undefined-only", str(library)).splitlines() if line.strip())
+    names = (
+        line.split()[-1] for line in _run("nm", "-D", "--undefined-only", str(library)).splitlines() if line.strip()
+    )
     return sorted(name.split("@")[0] for name in names if _CUDA_SYMBOL.match(name))
 
 
@@ -89,8 +94,11 @@ def non_c_api_imports(library: Path) -> list[str]:
     """What the library imports beyond TensorFlow's C API and the C/C++
     runtimes: a mangled TensorFlow or Abseil name here binds the library to
     one TensorFlow release's C++ ABI."""
-    return [f"{name} ({version or 'unversioned'})" for name, version in undefined_dynamic_symbols(library)
-            if not (name.startswith("TF_") or _RUNTIME_VERSION.match(version) or name in _TOOLCHAIN_WEAK)]
+    return [
+        f"{name} ({version or 'unversioned'})"
+        for name, version in undefined_dynamic_symbols(library)
+        if not (name.startswith("TF_") or _RUNTIME_VERSION.match(version) or name in _TOOLCHAIN_WEAK)
+    ]
 
 
 def c_api_imports(library: Path) -> list[str]:

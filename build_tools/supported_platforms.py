@@ -50,7 +50,7 @@ def current() -> tuple[str, str]:
 
 
 def support_level(system: str, machine: str) -> str:
-    """"tested", "tested under emulation" or "untested"."""
+    """ "tested", "tested under emulation" or "untested"."""
     if (system, machine) in TESTED:
         return "tested"
     if (system, machine) in EMULATED:
@@ -60,8 +60,9 @@ def support_level(system: str, machine: str) -> str:
 
 def _named(platforms: set[tuple[str, str]]) -> str:
     """{("linux", "x86_64")} -> "Linux x86-64": the message's names for the tables above."""
-    return ", ".join(f"{OS_NAMES.get(system, system)} {machine.replace('_', '-')}"
-                     for system, machine in sorted(platforms))
+    return ", ".join(
+        f"{OS_NAMES.get(system, system)} {machine.replace('_', '-')}" for system, machine in sorted(platforms)
+    )
 
 
 def untested_message(system: str, machine: str) -> Optional[str]:

@@ -54,32 +54,80 @@ class Package(NamedTuple):
 # runtime and its headers, libgcc-s1 the unwinder that libstdc++ needs.
 PACKAGES = {
     "x86_64": (
-        Package("libc6", "2.31-13+deb11u11", "pool/main/g/glibc/libc6_2.31-13+deb11u11_amd64.deb",
-                "05f7264da867b37f4c5ce49266b558ea1e81e05a9464f623152fca70f3550282"),
-        Package("libc6-dev", "2.31-13+deb11u11", "pool/main/g/glibc/libc6-dev_2.31-13+deb11u11_amd64.deb",
-                "e7f7b45d9c5cfcf37609f0b6efd3c645272c812144703af89dfd32218fcb0fd3"),
-        Package("linux-libc-dev", "5.10.223-1", "pool/main/l/linux/linux-libc-dev_5.10.223-1_amd64.deb",
-                "e3be603bd12377bb90fcfb0f2048ca3a81c886e49d6f09945b82159d1c54f7b2"),
-        Package("libstdc++6", "10.2.1-6", "pool/main/g/gcc-10/libstdc++6_10.2.1-6_amd64.deb",
-                "5c155c58935870bf3b4bfe769116841c0d286a74f59eccfd5645693ac23f06b1"),
-        Package("libstdc++-10-dev", "10.2.1-6", "pool/main/g/gcc-10/libstdc++-10-dev_10.2.1-6_amd64.deb",
-                "20b1f56863dcc5f187d6cb53b2aa6149bd013be4ec67e10c2c31a22fda619a01"),
-        Package("libgcc-s1", "10.2.1-6", "pool/main/g/gcc-10/libgcc-s1_10.2.1-6_amd64.deb",
-                "e478f2709d8474165bb664de42e16950c391f30eaa55bc9b3573281d83a29daf"),
+        Package(
+            "libc6",
+            "2.31-13+deb11u11",
+            "pool/main/g/glibc/libc6_2.31-13+deb11u11_amd64.deb",
+            "05f7264da867b37f4c5ce49266b558ea1e81e05a9464f623152fca70f3550282",
+        ),
+        Package(
+            "libc6-dev",
+            "2.31-13+deb11u11",
+            "pool/main/g/glibc/libc6-dev_2.31-13+deb11u11_amd64.deb",
+            "e7f7b45d9c5cfcf37609f0b6efd3c645272c812144703af89dfd32218fcb0fd3",
+        ),
+        Package(
+            "linux-libc-dev",
+            "5.10.223-1",
+            "pool/main/l/linux/linux-libc-dev_5.10.223-1_amd64.deb",
+            "e3be603bd12377bb90fcfb0f2048ca3a81c886e49d6f09945b82159d1c54f7b2",
+        ),
+        Package(
+            "libstdc++6",
+            "10.2.1-6",
+            "pool/main/g/gcc-10/libstdc++6_10.2.1-6_amd64.deb",
+            "5c155c58935870bf3b4bfe769116841c0d286a74f59eccfd5645693ac23f06b1",
+        ),
+        Package(
+            "libstdc++-10-dev",
+            "10.2.1-6",
+            "pool/main/g/gcc-10/libstdc++-10-dev_10.2.1-6_amd64.deb",
+            "20b1f56863dcc5f187d6cb53b2aa6149bd013be4ec67e10c2c31a22fda619a01",
+        ),
+        Package(
+            "libgcc-s1",
+            "10.2.1-6",
+            "pool/main/g/gcc-10/libgcc-s1_10.2.1-6_amd64.deb",
+            "e478f2709d8474165bb664de42e16950c391f30eaa55bc9b3573281d83a29daf",
+        ),
     ),
     "aarch64": (
-        Package("libc6", "2.31-13+deb11u11", "pool/main/g/glibc/libc6_2.31-13+deb11u11_arm64.deb",
-                "baaa9aa184e2f21738c5819055e6740cc5b22f198e3f416e33f82b40ff6933d8"),
-        Package("libc6-dev", "2.31-13+deb11u11", "pool/main/g/glibc/libc6-dev_2.31-13+deb11u11_arm64.deb",
-                "28d478134722dcd4b0bd2045a199301d18713bf95947b9fce66634e7aeacab2e"),
-        Package("linux-libc-dev", "5.10.223-1", "pool/main/l/linux/linux-libc-dev_5.10.223-1_arm64.deb",
-                "8b6374a64412d33eac61d74f77b8f932da4b8a707ea8a614791e2a35b8917618"),
-        Package("libstdc++6", "10.2.1-6", "pool/main/g/gcc-10/libstdc++6_10.2.1-6_arm64.deb",
-                "7869aa540cc46e9f3d4267d5bde2af0e5b429a820c1d6f1a4cfccfe788c31890"),
-        Package("libstdc++-10-dev", "10.2.1-6", "pool/main/g/gcc-10/libstdc++-10-dev_10.2.1-6_arm64.deb",
-                "cee7ca63613b50a8a51cc670db385c7e6d1181b72c94148fc8b7992e4570782d"),
-        Package("libgcc-s1", "10.2.1-6", "pool/main/g/gcc-10/libgcc-s1_10.2.1-6_arm64.deb",
-                "e2fcdb378d3c1ad1bcb64d4fb6b37aab44011152beca12a4944f435a2582df1f"),
+        Package(
+            "libc6",
+            "2.31-13+deb11u11",
+            "pool/main/g/glibc/libc6_2.31-13+deb11u11_arm64.deb",
+            "baaa9aa184e2f21738c5819055e6740cc5b22f198e3f416e33f82b40ff6933d8",
+        ),
+        Package(
+            "libc6-dev",
+            "2.31-13+deb11u11",
+            "pool/main/g/glibc/libc6-dev_2.31-13+deb11u11_arm64.deb",
+            "28d478134722dcd4b0bd2045a199301d18713bf95947b9fce66634e7aeacab2e",
+        ),
+        Package(
+            "linux-libc-dev",
+            "5.10.223-1",
+            "pool/main/l/linux/linux-libc-dev_5.10.223-1_arm64.deb",
+            "8b6374a64412d33eac61d74f77b8f932da4b8a707ea8a614791e2a35b8917618",
+        ),
+        Package(
+            "libstdc++6",
+            "10.2.1-6",
+            "pool/main/g/gcc-10/libstdc++6_10.2.1-6_arm64.deb",
+            "7869aa540cc46e9f3d4267d5bde2af0e5b429a820c1d6f1a4cfccfe788c31890",
+        ),
+        Package(
+            "libstdc++-10-dev",
+            "10.2.1-6",
+            "pool/main/g/gcc-10/libstdc++-10-dev_10.2.1-6_arm64.deb",
+            "cee7ca63613b50a8a51cc670db385c7e6d1181b72c94148fc8b7992e4570782d",
+        ),
+        Package(
+            "libgcc-s1",
+            "10.2.1-6",
+            "pool/main/g/gcc-10/libgcc-s1_10.2.1-6_arm64.deb",
+            "e2fcdb378d3c1ad1bcb64d4fb6b37aab44011152beca12a4944f435a2582df1f",
+        ),
     ),
 }
 COMPLETE_MARKER = ".grad-reverse-sysroot.json"
@@ -104,8 +152,10 @@ def fetch(package: Package, cache: Path) -> bytes:
     digest = hashlib.sha256(data).hexdigest()
     if digest != package.sha256:
         path.unlink(missing_ok=True)
-        raise SysrootError(f"{package.name} {package.version}: SHA-256 {digest} is not the pinned "
-                           f"{package.sha256} (a corrupted download, or a mirror serving other files)")
+        raise SysrootError(
+            f"{package.name} {package.version}: SHA-256 {digest} is not the pinned "
+            f"{package.sha256} (a corrupted download, or a mirror serving other files)"
+        )
     cache.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
     return data
@@ -117,12 +167,12 @@ def data_archive(deb: bytes, name: str) -> tarfile.TarFile:
         raise SysrootError(f"{name} is not a Debian package (no ar header)")
     offset = 8
     while offset + 60 <= len(deb):
-        header = deb[offset:offset + 60]
+        header = deb[offset : offset + 60]
         member = header[:16].decode().strip().rstrip("/")
         size = int(header[48:58].decode().strip())
         start = offset + 60
         if member.startswith("data.tar"):
-            return tarfile.open(fileobj=io.BytesIO(deb[start:start + size]), mode="r:*")
+            return tarfile.open(fileobj=io.BytesIO(deb[start : start + size]), mode="r:*")
         offset = start + size + (size % 2)  # members are 2-byte aligned
     raise SysrootError(f"{name} has no data.tar member")
 
@@ -171,7 +221,9 @@ def make_sysroot(dest: Path, arch: str) -> Path:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("dest", type=Path, help="folder to hold the sysroot and the downloaded packages")
-    parser.add_argument("--arch", default="x86_64", choices=sorted(PACKAGES), help="CPU of the sysroot (default: x86_64)")
+    parser.add_argument(
+        "--arch", default="x86_64", choices=sorted(PACKAGES), help="CPU of the sysroot (default: x86_64)"
+    )
     args = parser.parse_args(argv)
     try:
         print(make_sysroot(args.dest.resolve(), args.arch))

@@ -103,7 +103,7 @@ def unsupported_message(version: str, distribution: str = "TensorFlow") -> Optio
         f"{_series(NEWEST_SUPPORTED)} (and newer releases through its stable-ABI library); "
         f"this environment has {distribution} {version}, older than the oldest "
         f"supported release. Install a supported TensorFlow (for example "
-        f"`pip install \"tensorflow=={_series(NEWEST_SUPPORTED)}.*\"`), or set "
+        f'`pip install "tensorflow=={_series(NEWEST_SUPPORTED)}.*"`), or set '
         f"{ALLOW_UNSUPPORTED_VARIABLE}=1 to build against {version} anyway (untested: "
         f"the build or the tests may fail)."
     )
@@ -120,7 +120,7 @@ def newer_message(version: str, distribution: str = "TensorFlow") -> str:
         f"{_series(NEWEST_SUPPORTED)}; this environment has {distribution} {version}, newer "
         f"than the newest tested release. Building the stable-ABI library (TensorFlow's C API: "
         f"no XLA kernels, no CUDA backward kernel), and the C++ library where it still compiles "
-        f"(docs/versions.md, \"A TensorFlow newer than this release\")."
+        f'(docs/versions.md, "A TensorFlow newer than this release").'
     )
 
 

@@ -21,13 +21,15 @@ python=${PYTHON:-python3}
 # What the op promises, each where it is tested on x86-64: forward and
 # backward bitwise against the pure-Python version in the four dtypes, float
 # and Variable lambda, both backward modes and second order (test_op,
-# test_backward, test_lambda_input, test_nonfinite_lambda); XLA (test_xla);
+# test_backward, test_backward_modes_and_stock, test_lambda_input,
+# test_nonfinite_lambda); XLA (test_xla);
 # the Keras layer in fit and its SavedModel round trip (test_layer); the
 # make-servable rewrite (test_serving_make_servable); the wheel's loader,
 # symbols, kernel module and CPU (test_loader, test_symbols,
 # test_kernels_module, test_machine).
 tests=${GRAD_REVERSE_AARCH64_TESTS:-tests/packaging/test_machine.py tests/op/test_op.py tests/op/test_backward.py \
-tests/op/test_lambda_input.py tests/op/test_nonfinite_lambda.py tests/op/test_xla.py tests/op/test_layer.py \
+tests/op/test_backward_modes_and_stock.py tests/op/test_lambda_input.py tests/op/test_nonfinite_lambda.py \
+tests/op/test_xla.py tests/op/test_layer.py \
 tests/serving/test_serving_make_servable.py tests/op/test_loader.py tests/packaging/test_symbols.py tests/op/test_kernels_module.py}
 # Two runs at once need two folders (GRAD_REVERSE_AARCH64_TESTS_DIR).
 work=${GRAD_REVERSE_AARCH64_TESTS_DIR:-build-aarch64-tests}

@@ -74,8 +74,10 @@ def verdict(mutant: Mutant, package: Path, copies: runner.Copies, build: dict) -
         names = ", ".join(name.split("::")[-1] for name in caught)
         killed, how = True, f"failed: {names} ({run.seconds:.0f} s)"
     else:
-        return (f"INCONCLUSIVE: pytest exit {run.returncode} without a selected test failing "
-                f"(errors, not failures):\n{run.output[-2000:]}"), True
+        return (
+            f"INCONCLUSIVE: pytest exit {run.returncode} without a selected test failing "
+            f"(errors, not failures):\n{run.output[-2000:]}"
+        ), True
     if mutant.pending:
         if killed:
             return f"PENDING MARK STALE: now killed ({how}); drop `pending`", True

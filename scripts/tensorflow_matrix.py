@@ -46,53 +46,34 @@ import subprocess
 import sys
 import tempfile
 import time
-import xml.etree.ElementTree as ElementTree
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Optional, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "build_tools"))
 from find_python import find_python  # noqa: E402
+from matrix_rows import Row, markdown, read_junit  # noqa: E402
 from no_compiler_path import no_compiler_path  # noqa: E402
+
 RELEASES = ("2.15", "2.16", "2.17", "2.18", "2.19", "2.20", "2.21")
 EXTRA_PYTHON_ROWS = ("2.21@3.10", "2.21@3.12", "2.21@3.13")
 DEFAULT_PYTHON = "3.11"
 NIGHTLY = "nightly"
 NIGHTLY_PIN = ROOT / "build_tools" / "tf_nightly.txt"
 TENSORFLOW_DISTRIBUTIONS = ("tensorflow-cpu", "tensorflow", "tf-nightly", "tf-nightly-cpu")
-NO_WHEEL = re.compile(r"No matching distribution found for (tensorflow-cpu|tf-nightly)|"
-                      r"Could not find a version that satisfies the requirement (tensorflow-cpu|tf-nightly)")
-
-
-@dataclass
-class Row:
-    release: str
-    python: str
-    library: str = "auto"  # GRAD_REVERSE_LIBRARY of the tests; the kind loaded goes in `loaded`
-    loaded: str = ""
-    result: str = "not run"  # passed | failed | no interpreter | no wheel | install failed | build failed
-    tensorflow: str = ""
-    python_version: str = ""
-    install_seconds: float = 0.0
-    build_seconds: float = 0.0
-    test_seconds: float = 0.0
-    passed: int = 0
-    failed: int = 0
-    skipped: int = 0
-    xla_kernels: Optional[bool] = None
-    cuda_kernels: Optional[bool] = None
-    note: str = ""
-    source_commit: str = ""
-    skip_reasons: dict[str, int] = field(default_factory=dict)
-    failures: list[str] = field(default_factory=list)
+NO_WHEEL = re.compile(
+    r"No matching distribution found for (tensorflow-cpu|tf-nightly)|"
+    r"Could not find a version that satisfies the requirement (tensorflow-cpu|tf-nightly)"
+)
 
 
 def parse_row(text: str, default_python: str) -> Row:
     release, _, python = text.partition("@")
     if not re.fullmatch(r"2\.\d+", release) and release != NIGHTLY:
         raise argparse.ArgumentTypeError(
-            f"a row is RELEASE[@PYTHON] such as 2.18, 2.21@3.13 or {NIGHTLY}, got {text!r}")
+            f"a row is RELEASE[@PYTHON] such as 2.18, 2.21@3.13 or {NIGHTLY}, got {text!r}"
+        )
     return Row(release=release, python=python or default_python)
 
 
@@ -102,11 +83,18 @@ def copy_source(destination: Path) -> str:
     Returns the commit, with "+dirty" when there are local changes. Outside a
     git checkout (an unpacked sdist), the tree less build outputs, commit
     "unknown"."""
-    listing = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                             cwd=ROOT, capture_output=True)
+    listing = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT, capture_output=True
+    )
     if listing.returncode != 0:
-        shutil.copytree(ROOT, destination, dirs_exist_ok=True, ignore=shutil.ignore_patterns(
-            ".git", "build", "build-*", "dist", ".venv*", "__pycache__", "*.so", "*.egg-info"))
+        shutil.copytree(
+            ROOT,
+            destination,
+            dirs_exist_ok=True,
+            ignore=shutil.ignore_patterns(
+                ".git", "build", "build-*", "dist", ".venv*", "__pycache__", "*.so", "*.egg-info"
+            ),
+        )
         return "unknown"
     listed = listing.stdout.decode().split("\0")
     for name in filter(None, listed):
@@ -114,8 +102,9 @@ def copy_source(destination: Path) -> str:
         if source.is_file():
             (destination / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, destination / name)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                            capture_output=True, text=True).stdout.strip()
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
     dirty = subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True).stdout
     return commit + ("+dirty" if dirty.strip() else "")
 
@@ -132,29 +121,20 @@ class Runner:
             log.write(f"\n$ {' '.join(command)}\n")
             log.flush()
             try:
-                done = subprocess.run(command, cwd=self.cwd, env=self.env, stdout=subprocess.PIPE,
-                                      stderr=subprocess.STDOUT, text=True, timeout=timeout)
+                done = subprocess.run(
+                    command,
+                    cwd=self.cwd,
+                    env=self.env,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                    timeout=timeout,
+                )
                 code, output = done.returncode, done.stdout
             except subprocess.TimeoutExpired as error:
                 code, output = -1, f"{error.stdout or ''}\n[timed out after {timeout} s]"
             log.write(output)
         return code, output, time.monotonic() - start
-
-
-def read_junit(path: Path, row: Row) -> None:
-    suite = ElementTree.parse(path).getroot()
-    suite = suite if suite.tag == "testsuite" else suite.find("testsuite")
-    for case in suite.iter("testcase"):
-        name = f"{case.get('classname', '')}::{case.get('name', '')}"
-        if case.find("failure") is not None or case.find("error") is not None:
-            row.failed += 1
-            row.failures.append(name)
-        elif (skip := case.find("skipped")) is not None:
-            row.skipped += 1
-            reason = (skip.get("message") or "").strip()
-            row.skip_reasons[reason] = row.skip_reasons.get(reason, 0) + 1
-        else:
-            row.passed += 1
 
 
 def tensorflow_requirement(release: str) -> str:
@@ -171,7 +151,11 @@ def run_tests(row: Row, run: "Runner", python: str, work: Path, source: Path, te
     tests_run = Runner(run.log, run.cwd, env)
     record = subprocess.run(
         [python, "-c", "import json, grad_reverse; print(json.dumps(grad_reverse.BUILD_INFO))"],
-        capture_output=True, text=True, cwd=work, env=env)
+        capture_output=True,
+        text=True,
+        cwd=work,
+        env=env,
+    )
     if record.returncode == 0:
         info = json.loads(record.stdout.strip().splitlines()[-1])
         row.loaded = info.get("library", {}).get("kind", "")
@@ -179,9 +163,19 @@ def run_tests(row: Row, run: "Runner", python: str, work: Path, source: Path, te
         if not row.xla_kernels:
             row.note = f"no XLA kernels: {info.get('xla_note') or 'not built'}"
     junit = work / f"junit-{row.library}.xml"
-    code, output, row.test_seconds = tests_run(python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m",
-                                               "not slow", "-rs", f"--junitxml={junit}",
-                                               *(str(source / t) for t in tests))
+    code, output, row.test_seconds = tests_run(
+        python,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-m",
+        "not slow",
+        "-rs",
+        f"--junitxml={junit}",
+        *(str(source / t) for t in tests),
+    )
     if junit.is_file():
         read_junit(junit, row)
     row.result = "passed" if code == 0 and row.failed == 0 else "failed"
@@ -189,16 +183,30 @@ def run_tests(row: Row, run: "Runner", python: str, work: Path, source: Path, te
         row.note = "pytest did not finish: see the log"
 
 
-def run_row(row: Row, out: Path, source: Path, keep: bool, wheel: Optional[Path] = None,
-            tests: Sequence[str] = ("tests",), stable_tests: Sequence[str] = ()) -> list[Row]:
+def run_row(
+    row: Row,
+    out: Path,
+    source: Path,
+    keep: bool,
+    wheel: Optional[Path] = None,
+    tests: Sequence[str] = ("tests",),
+    stable_tests: Sequence[str] = (),
+) -> list[Row]:
     """The row, and with `stable_tests` a second row for them under the stable library."""
     rows = [row]
     run_environment(rows, out, source, keep, wheel, tests, stable_tests)
     return rows
 
 
-def run_environment(rows: list[Row], out: Path, source: Path, keep: bool, wheel: Optional[Path],
-                    tests: Sequence[str], stable_tests: Sequence[str]) -> None:
+def run_environment(
+    rows: list[Row],
+    out: Path,
+    source: Path,
+    keep: bool,
+    wheel: Optional[Path],
+    tests: Sequence[str],
+    stable_tests: Sequence[str],
+) -> None:
     row = rows[0]
     interpreter = find_python(row.python)
     if interpreter is None:
@@ -210,29 +218,42 @@ def run_environment(rows: list[Row], out: Path, source: Path, keep: bool, wheel:
     # The build's settings stay out of a row; what the tests should expect
     # of the build (GRAD_REVERSE_EXPECT_*), and another TensorFlow's Python
     # to move a SavedModel to and from, go in.
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("VIRTUAL_ENV", "PYTHONPATH", "GRAD_REVERSE_"))
-           or k.startswith(("GRAD_REVERSE_EXPECT_", "GRAD_REVERSE_OTHER_TENSORFLOW_PYTHON"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("VIRTUAL_ENV", "PYTHONPATH", "GRAD_REVERSE_"))
+        or k.startswith(("GRAD_REVERSE_EXPECT_", "GRAD_REVERSE_OTHER_TENSORFLOW_PYTHON"))
+    }
     env["TF_CPP_MIN_LOG_LEVEL"] = "2"
     run = Runner(log, source, env)
     try:
         venv = work / "venv"
         code, output, _ = run(interpreter, "-m", "venv", str(venv))
         python = str(venv / "bin" / "python")
-        row.python_version = subprocess.run([python, "-c", "import platform; print(platform.python_version())"],
-                                            capture_output=True, text=True).stdout.strip()
+        row.python_version = subprocess.run(
+            [python, "-c", "import platform; print(platform.python_version())"], capture_output=True, text=True
+        ).stdout.strip()
         run(python, "-m", "pip", "install", "-q", "--upgrade", "pip")
         requirement = tensorflow_requirement(row.release)
         code, output, row.install_seconds = run(python, "-m", "pip", "install", requirement)
         if code != 0:
             row.result = "no wheel" if NO_WHEEL.search(output) else "install failed"
-            row.note = (f"TensorFlow {row.release} publishes no wheel ({requirement}) for Python {row.python_version}"
-                        if row.result == "no wheel" else f"pip install {requirement} failed: see the log")
+            row.note = (
+                f"TensorFlow {row.release} publishes no wheel ({requirement}) for Python {row.python_version}"
+                if row.result == "no wheel"
+                else f"pip install {requirement} failed: see the log"
+            )
             return
         row.tensorflow = subprocess.run(
-            [python, "-c", "import importlib.metadata as m\nfor name in %r:\n    try:\n        print(m.version(name)); break\n"
-             "    except m.PackageNotFoundError: pass" % (TENSORFLOW_DISTRIBUTIONS,)],
-            capture_output=True, text=True).stdout.strip()
+            [
+                python,
+                "-c",
+                "import importlib.metadata as m\nfor name in %r:\n    try:\n        print(m.version(name)); break\n"
+                "    except m.PackageNotFoundError: pass" % (TENSORFLOW_DISTRIBUTIONS,),
+            ],
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
         if wheel is not None:
             # The wheel alone first (its install time is the row's "build"
             # time), then the test extra's packages.
@@ -249,8 +270,14 @@ def run_environment(rows: list[Row], out: Path, source: Path, keep: bool, wheel:
             return
         run_tests(row, run, python, work, source, tests)
         if stable_tests:
-            stable = Row(row.release, row.python, library="stable", tensorflow=row.tensorflow,
-                         python_version=row.python_version, source_commit=row.source_commit)
+            stable = Row(
+                row.release,
+                row.python,
+                library="stable",
+                tensorflow=row.tensorflow,
+                python_version=row.python_version,
+                source_commit=row.source_commit,
+            )
             rows.append(stable)
             run_tests(stable, run, python, work, source, stable_tests)
     finally:
@@ -258,35 +285,44 @@ def run_environment(rows: list[Row], out: Path, source: Path, keep: bool, wheel:
             shutil.rmtree(work, ignore_errors=True)
 
 
-def markdown(rows: Sequence[Row]) -> str:
-    lines = ["| TensorFlow | Python | library | result | build (wheel: install) s | passed | failed | skipped "
-             "| XLA kernels | note |",
-             "|---|---|---|---|---:|---:|---:|---:|---|---|"]
-    for row in rows:
-        xla = {True: "yes", False: "no", None: ""}[row.xla_kernels]
-        library = row.loaded + (f" ({row.library})" if row.library != "auto" else "")
-        lines.append(f"| {row.tensorflow or row.release} | {row.python_version or row.python} | {library} | "
-                     f"{row.result} | {row.build_seconds:.0f} | {row.passed} | {row.failed} | {row.skipped} | "
-                     f"{xla} | {row.note} |")
-    return "\n".join(lines) + "\n"
-
-
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("rows", nargs="*", help="RELEASE[@PYTHON] (default: every release on --python, "
-                        f"plus {', '.join(EXTRA_PYTHON_ROWS)})")
-    parser.add_argument("--python", default=DEFAULT_PYTHON, help="Python for rows without @PYTHON (default %(default)s)")
+    parser.add_argument(
+        "rows",
+        nargs="*",
+        help=f"RELEASE[@PYTHON] (default: every release on --python, plus {', '.join(EXTRA_PYTHON_ROWS)})",
+    )
+    parser.add_argument(
+        "--python", default=DEFAULT_PYTHON, help="Python for rows without @PYTHON (default %(default)s)"
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "build-matrix", help="output folder (default %(default)s)")
     parser.add_argument("--keep-venvs", action="store_true", help="keep each row's virtual environment")
     parser.add_argument("--wheel", type=Path, help="install this wheel in each row instead of building the source tree")
-    parser.add_argument("--tests", nargs="+", default=["tests"], metavar="PATH",
-                        help="test files or folders to run, relative to the source tree (default: tests)")
-    parser.add_argument("--library", choices=("auto", "release", "stable"), default="auto",
-                        help="GRAD_REVERSE_LIBRARY for the tests (default %(default)s)")
-    parser.add_argument("--stable-tests", nargs="+", default=[], metavar="PATH",
-                        help="run these again in each row with GRAD_REVERSE_LIBRARY=stable (a row of their own)")
-    parser.add_argument("--require-pass", action="store_true",
-                        help="exit 1 unless every row passed (CI: a missing interpreter or wheel is a failure too)")
+    parser.add_argument(
+        "--tests",
+        nargs="+",
+        default=["tests"],
+        metavar="PATH",
+        help="test files or folders to run, relative to the source tree (default: tests)",
+    )
+    parser.add_argument(
+        "--library",
+        choices=("auto", "release", "stable"),
+        default="auto",
+        help="GRAD_REVERSE_LIBRARY for the tests (default %(default)s)",
+    )
+    parser.add_argument(
+        "--stable-tests",
+        nargs="+",
+        default=[],
+        metavar="PATH",
+        help="run these again in each row with GRAD_REVERSE_LIBRARY=stable (a row of their own)",
+    )
+    parser.add_argument(
+        "--require-pass",
+        action="store_true",
+        help="exit 1 unless every row passed (CI: a missing interpreter or wheel is a failure too)",
+    )
     args = parser.parse_args(argv)
     texts = args.rows or [*RELEASES, *EXTRA_PYTHON_ROWS]
     try:
@@ -300,12 +336,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         for row in rows:
             row.source_commit, row.library = commit, args.library
             print(f"TensorFlow {row.release}, Python {row.python} ...", flush=True)
-            for result in run_row(row, args.out, Path(source), args.keep_venvs,
-                                  args.wheel and args.wheel.resolve(), args.tests, args.stable_tests):
+            for result in run_row(
+                row,
+                args.out,
+                Path(source),
+                args.keep_venvs,
+                args.wheel and args.wheel.resolve(),
+                args.tests,
+                args.stable_tests,
+            ):
                 done.append(result)
-                print(f"  {result.loaded or result.library} library: {result.result}: {result.passed} passed, "
-                      f"{result.failed} failed, {result.skipped} skipped, build {result.build_seconds:.0f} s "
-                      f"{result.note}", flush=True)
+                print(
+                    f"  {result.loaded or result.library} library: {result.result}: {result.passed} passed, "
+                    f"{result.failed} failed, {result.skipped} skipped, build {result.build_seconds:.0f} s "
+                    f"{result.note}",
+                    flush=True,
+                )
             (args.out / "matrix.json").write_text(json.dumps([asdict(r) for r in done], indent=2) + "\n")
             (args.out / "matrix.md").write_text(markdown(done))
     rows = done

@@ -33,8 +33,12 @@ def summary(skipped, verbose=0):
 
 def test_skips_are_counted_by_reason_most_first_without_pytests_prefix():
     skipped = [skip("CuPy is not installed")] * 2 + [skip("no GPU")] * 3 + [skip("no compiler", phase_tuple=False)]
-    assert summary(skipped) == ["[skip reasons (6 tests)]", "    3  no GPU", "    2  CuPy is not installed",
-                                "    1  no compiler"]
+    assert summary(skipped) == [
+        "[skip reasons (6 tests)]",
+        "    3  no GPU",
+        "    2  CuPy is not installed",
+        "    1  no compiler",
+    ]
 
 
 def test_nothing_is_written_without_skips_or_under_qq():

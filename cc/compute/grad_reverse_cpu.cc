@@ -47,8 +47,8 @@ const NegScaleFn* KernelsOf(CpuPath path, bool streaming_stores) {
 #if GRAD_REVERSE_X86_PATHS
   static constexpr KernelRow kAvx2Row = {x86::HalfAvx2, x86::BFloat16Avx2, x86::FloatAvx2,
                                          x86::DoubleAvx2};
-  static constexpr KernelRow kAvx512Row = {x86::HalfAvx512, x86::BFloat16Avx512,
-                                           x86::FloatAvx512, x86::DoubleAvx512};
+  static constexpr KernelRow kAvx512Row = {x86::HalfAvx512, x86::BFloat16Avx512, x86::FloatAvx512,
+                                           x86::DoubleAvx512};
   static constexpr KernelRow kAvx512Bf16Row = {x86::HalfAvx512, x86::BFloat16Avx512Bf16,
                                                x86::FloatAvx512, x86::DoubleAvx512};
   static constexpr KernelRow kAvx2StreamingRow = {
@@ -76,8 +76,7 @@ const NegScaleFn* KernelsOf(CpuPath path, bool streaming_stores) {
   return kPortableRow;
 }
 
-constexpr const char* kCpuPathNames[kNumCpuPaths] = {"portable", "avx2", "avx512",
-                                                     "avx512bf16"};
+constexpr const char* kCpuPathNames[kNumCpuPaths] = {"portable", "avx2", "avx512", "avx512bf16"};
 constexpr const char* kEnvironmentVariable = "GRAD_REVERSE_CPU_PATH";
 
 bool SupportedByThisCpu(CpuPath path) {

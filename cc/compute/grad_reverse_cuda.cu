@@ -25,9 +25,7 @@ __device__ inline int64_t ThreadIndex() {
   return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
 }
 
-__device__ inline int64_t GridStride() {
-  return static_cast<int64_t>(gridDim.x) * blockDim.x;
-}
+__device__ inline int64_t GridStride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
 
 template <typename T>
 __global__ void NegScaleVectorized(const T* in, T* out, CudaLaunchPlan plan, float scale) {
@@ -57,8 +55,7 @@ int MaxResidentBlocks() {
   int sms = 1;
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   int threads_per_sm = 2048;
-  cudaDeviceGetAttribute(&threads_per_sm,
-                         cudaDevAttrMaxThreadsPerMultiProcessor, device);
+  cudaDeviceGetAttribute(&threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, device);
   const int blocks = std::max(1, sms * (threads_per_sm / kCudaBlockSize));
   if (device >= 0 && device < kMaxDevices) cache[device].store(blocks);
   return blocks;
@@ -92,8 +89,8 @@ cudaError_t Launch(const void* in, void* out, int64_t n, float scale, cudaStream
 
 bool CudaCompiledIn() { return true; }
 
-int NegScaleCuda(const void* in, void* out, int64_t n, float lambda,
-                 DType dtype, cudaStream_t stream) {
+int NegScaleCuda(const void* in, void* out, int64_t n, float lambda, DType dtype,
+                 cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
   const float scale = -lambda;
   switch (dtype) {

@@ -42,20 +42,22 @@ struct Scaler<float> {
   __host__ __device__ static float One(float x, float s) { return x * s; }
   __host__ __device__ static uint4 Vector(uint4 v, float s) {
     float4 f = *reinterpret_cast<float4*>(&v);
-    f.x *= s; f.y *= s; f.z *= s; f.w *= s;
+    f.x *= s;
+    f.y *= s;
+    f.z *= s;
+    f.w *= s;
     return *reinterpret_cast<uint4*>(&f);
   }
 };
 
 template <>
 struct Scaler<double> {
-  __host__ __device__ static double One(double x, float s) {
-    return x * static_cast<double>(s);
-  }
+  __host__ __device__ static double One(double x, float s) { return x * static_cast<double>(s); }
   __host__ __device__ static uint4 Vector(uint4 v, float s) {
     double2 d = *reinterpret_cast<double2*>(&v);
     const double ds = static_cast<double>(s);
-    d.x *= ds; d.y *= ds;
+    d.x *= ds;
+    d.y *= ds;
     return *reinterpret_cast<uint4*>(&d);
   }
 };
@@ -70,7 +72,8 @@ struct Scaler<__half> {
     GRAD_REVERSE_UNROLL
     for (int i = 0; i < 4; ++i) {
       float2 f = __half22float2(h[i]);
-      f.x *= s; f.y *= s;
+      f.x *= s;
+      f.y *= s;
       h[i] = __float22half2_rn(f);
     }
     return v;
@@ -87,7 +90,8 @@ struct Scaler<__nv_bfloat16> {
     GRAD_REVERSE_UNROLL
     for (int i = 0; i < 4; ++i) {
       float2 f = __bfloat1622float2(b[i]);
-      f.x *= s; f.y *= s;
+      f.x *= s;
+      f.y *= s;
       b[i] = __float22bfloat162_rn(f);
     }
     return v;
@@ -98,8 +102,9 @@ struct Scaler<__nv_bfloat16> {
 // vectors, then `tail` scalar elements; in + head and out + head are 16-byte
 // aligned. Thread `tid` of a grid of `stride` threads.
 template <typename T>
-__host__ __device__ inline void NegScaleVectorizedThread(const T* in, T* out, const CudaLaunchPlan& plan,
-                                                         float scale, int64_t tid, int64_t stride) {
+__host__ __device__ inline void NegScaleVectorizedThread(const T* in, T* out,
+                                                         const CudaLaunchPlan& plan, float scale,
+                                                         int64_t tid, int64_t stride) {
   constexpr int64_t kPerVector = kCudaVectorBytes / sizeof(T);
   if (tid < plan.head) out[tid] = Scaler<T>::One(in[tid], scale);
   const uint4* vin = reinterpret_cast<const uint4*>(in + plan.head);
@@ -115,8 +120,9 @@ __host__ __device__ inline void NegScaleVectorizedThread(const T* in, T* out, co
 
 // CudaPath::kScalar: any element-aligned pointers, one element per thread and step.
 template <typename T>
-__host__ __device__ inline void NegScaleScalarThread(const T* in, T* out, const CudaLaunchPlan& plan,
-                                                     float scale, int64_t tid, int64_t stride) {
+__host__ __device__ inline void NegScaleScalarThread(const T* in, T* out,
+                                                     const CudaLaunchPlan& plan, float scale,
+                                                     int64_t tid, int64_t stride) {
   for (int64_t i = tid; i < plan.n; i += stride) {
     out[i] = Scaler<T>::One(in[i], scale);
   }

@@ -23,8 +23,7 @@ int DTypeSize(DType dtype);
 // The CPU kernel on the calling thread: out[i] = -lambda * in[i] for i < n,
 // on the path cpu_paths.h chooses. `in` may equal `out`. Used by the pybind11
 // module on numpy arrays.
-void NegScaleCpu(const void* in, void* out, int64_t n, float lambda,
-                 DType dtype);
+void NegScaleCpu(const void* in, void* out, int64_t n, float lambda, DType dtype);
 
 // Whether this build contains the CUDA kernel.
 bool CudaCompiledIn();
@@ -32,8 +31,8 @@ bool CudaCompiledIn();
 // Enqueues out[i] = -lambda * in[i] for i < n on `stream` (device pointers;
 // `in` may equal `out`; any alignment). Returns 0 (cudaSuccess) or the
 // cudaError_t of the launch. Without CUDA support, returns -1.
-int NegScaleCuda(const void* in, void* out, int64_t n, float lambda,
-                 DType dtype, cudaStream_t stream);
+int NegScaleCuda(const void* in, void* out, int64_t n, float lambda, DType dtype,
+                 cudaStream_t stream);
 
 // The CUDA version the installed driver supports, as 1000 * major + 10 *
 // minor; 0 when no driver is installed; -1 without CUDA support or on error.

@@ -53,8 +53,8 @@ inline uint16_t FloatToHalf(float f) {
   const uint32_t bits = FloatBits(f);
   const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
   uint32_t magnitude = bits & 0x7fffffffu;
-  if (magnitude > 0x7f800000u) return sign | 0x7e00u;     // NaN
-  if (magnitude >= 0x477ff000u) return sign | 0x7c00u;    // >= 65520: Inf
+  if (magnitude > 0x7f800000u) return sign | 0x7e00u;   // NaN
+  if (magnitude >= 0x477ff000u) return sign | 0x7c00u;  // >= 65520: Inf
   if (magnitude < 0x38800000u) {
     // Below the smallest normal half (2^-14): adding 0.5f aligns the half's
     // subnormal bits at the bottom of the float mantissa, and the FPU rounds
@@ -69,9 +69,7 @@ inline uint16_t FloatToHalf(float f) {
   return sign | static_cast<uint16_t>(magnitude >> 13);
 }
 
-inline float BFloat16ToFloat(uint16_t b) {
-  return BitsFloat(static_cast<uint32_t>(b) << 16);
-}
+inline float BFloat16ToFloat(uint16_t b) { return BitsFloat(static_cast<uint32_t>(b) << 16); }
 
 inline uint16_t FloatToBFloat16(float f) {
   const uint32_t bits = FloatBits(f);

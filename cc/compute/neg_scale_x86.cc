@@ -51,8 +51,8 @@ bool HasAvx2F16c() {
 
 bool HasAvx512() {
   __builtin_cpu_init();
-  return HasAvx2F16c() && __builtin_cpu_supports("avx512f") &&
-         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+  return HasAvx2F16c() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl");
 }
 
 bool HasAvx512Bf16() {
@@ -67,11 +67,10 @@ namespace {
 GRAD_REVERSE_AVX2 inline __m128i FloatsToHalvesAvx2(__m256 f) {
   const __m128i rounded = _mm256_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT);
   const __m256i nan32 = _mm256_castps_si256(_mm256_cmp_ps(f, f, _CMP_UNORD_Q));
-  const __m128i nan16 = _mm_packs_epi32(_mm256_castsi256_si128(nan32),
-                                        _mm256_extracti128_si256(nan32, 1));
+  const __m128i nan16 =
+      _mm_packs_epi32(_mm256_castsi256_si128(nan32), _mm256_extracti128_si256(nan32, 1));
   const __m128i quiet_nan = _mm_or_si128(
-      _mm_and_si128(rounded, _mm_set1_epi16(static_cast<int16_t>(0x8000))),
-      _mm_set1_epi16(0x7e00));
+      _mm_and_si128(rounded, _mm_set1_epi16(static_cast<int16_t>(0x8000))), _mm_set1_epi16(0x7e00));
   return _mm_blendv_epi8(rounded, quiet_nan, nan16);
 }
 
@@ -102,7 +101,8 @@ GRAD_REVERSE_AVX2 void HalfAvx2(const void* in_v, void* out_v, int64_t n, float 
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), ra);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i + 8), rb);
   }
-  for (; i < n; ++i) StoreAt<uint16_t>(out, i, FloatToHalf(HalfToFloat(LoadAt<uint16_t>(in, i)) * scale));
+  for (; i < n; ++i)
+    StoreAt<uint16_t>(out, i, FloatToHalf(HalfToFloat(LoadAt<uint16_t>(in, i)) * scale));
 }
 
 GRAD_REVERSE_AVX2 void BFloat16Avx2(const void* in_v, void* out_v, int64_t n, float scale) {
@@ -166,9 +166,9 @@ namespace {
 GRAD_REVERSE_AVX512 inline __m256i FloatsToHalvesAvx512(__m512 f) {
   const __m256i rounded = _mm512_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT);
   const __mmask16 nan = _mm512_cmp_ps_mask(f, f, _CMP_UNORD_Q);
-  const __m256i quiet_nan = _mm256_or_si256(
-      _mm256_and_si256(rounded, _mm256_set1_epi16(static_cast<int16_t>(0x8000))),
-      _mm256_set1_epi16(0x7e00));
+  const __m256i quiet_nan =
+      _mm256_or_si256(_mm256_and_si256(rounded, _mm256_set1_epi16(static_cast<int16_t>(0x8000))),
+                      _mm256_set1_epi16(0x7e00));
   return _mm256_mask_mov_epi16(rounded, nan, quiet_nan);
 }
 
@@ -190,27 +190,27 @@ GRAD_REVERSE_AVX512 inline __m256i FloatsToBFloat16sAvx512(__m512 f) {
 // out = from_floats(scale * to_floats(in)) on 16-bit elements, 32 per step,
 // the remainder under a mask. A macro, not one template: a function cannot
 // inline helpers compiled for more instruction-set features than its own.
-#define GRAD_REVERSE_DEFINE_MAP16(Name, Target)                                            \
-  template <typename ToFloats, typename FromFloats>                                         \
-  Target inline void Name(const uint16_t* in, uint16_t* out, int64_t n, float scale,        \
-                          ToFloats to_floats, FromFloats from_floats) {                     \
-    const __m512 s = _mm512_set1_ps(scale);                                                 \
-    int64_t i = 0;                                                                          \
-    for (; i + 32 <= n; i += 32) {                                                          \
-      const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i));       \
-      const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i + 16));  \
-      const __m256i ra = from_floats(_mm512_mul_ps(to_floats(a), s));                       \
-      const __m256i rb = from_floats(_mm512_mul_ps(to_floats(b), s));                       \
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), ra);                         \
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i + 16), rb);                    \
-    }                                                                                       \
-    for (; i < n; i += 16) {                                                                \
-      const int64_t left = n - i;                                                           \
-      const __mmask16 mask = left >= 16 ? static_cast<__mmask16>(0xffff)                   \
-                                        : static_cast<__mmask16>((1u << left) - 1);         \
-      const __m256i a = _mm256_maskz_loadu_epi16(mask, in + i);                             \
-      _mm256_mask_storeu_epi16(out + i, mask, from_floats(_mm512_mul_ps(to_floats(a), s))); \
-    }                                                                                       \
+#define GRAD_REVERSE_DEFINE_MAP16(Name, Target)                                                   \
+  template <typename ToFloats, typename FromFloats>                                               \
+  Target inline void Name(const uint16_t* in, uint16_t* out, int64_t n, float scale,              \
+                          ToFloats to_floats, FromFloats from_floats) {                           \
+    const __m512 s = _mm512_set1_ps(scale);                                                       \
+    int64_t i = 0;                                                                                \
+    for (; i + 32 <= n; i += 32) {                                                                \
+      const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i));             \
+      const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i + 16));        \
+      const __m256i ra = from_floats(_mm512_mul_ps(to_floats(a), s));                             \
+      const __m256i rb = from_floats(_mm512_mul_ps(to_floats(b), s));                             \
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), ra);                               \
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i + 16), rb);                          \
+    }                                                                                             \
+    for (; i < n; i += 16) {                                                                      \
+      const int64_t left = n - i;                                                                 \
+      const __mmask16 mask =                                                                      \
+          left >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << left) - 1); \
+      const __m256i a = _mm256_maskz_loadu_epi16(mask, in + i);                                   \
+      _mm256_mask_storeu_epi16(out + i, mask, from_floats(_mm512_mul_ps(to_floats(a), s)));       \
+    }                                                                                             \
   }
 
 GRAD_REVERSE_DEFINE_MAP16(Map16BitAvx512, GRAD_REVERSE_AVX512)
@@ -285,9 +285,8 @@ struct FloatsToBFloat16sBf16 {
   GRAD_REVERSE_AVX512_BF16 __m256i operator()(__m512 f) const {
     const __m512i bits = _mm512_castps_si512(f);
     // Subnormal lanes: exponent 0 and a nonzero mantissa.
-    const __mmask16 subnormal =
-        _mm512_testn_epi32_mask(bits, _mm512_set1_epi32(0x7f800000)) &
-        _mm512_test_epi32_mask(bits, _mm512_set1_epi32(0x007fffff));
+    const __mmask16 subnormal = _mm512_testn_epi32_mask(bits, _mm512_set1_epi32(0x7f800000)) &
+                                _mm512_test_epi32_mask(bits, _mm512_set1_epi32(0x007fffff));
     if (__builtin_expect(subnormal != 0, 0)) return FloatsToBFloat16sAvx512(f);
     return (__m256i)_mm512_cvtneps_pbh(f);  // same 32 bytes, another vector type
   }
@@ -317,8 +316,8 @@ constexpr int64_t kScratchBytes = 4096;
 using Kernel = void (*)(const void*, void*, int64_t, float);
 
 template <typename CopyBlock>
-inline void Streaming(Kernel kernel, int element_size, const void* in_v, void* out_v,
-                      int64_t n, float scale, int alignment, CopyBlock copy_block) {
+inline void Streaming(Kernel kernel, int element_size, const void* in_v, void* out_v, int64_t n,
+                      float scale, int alignment, CopyBlock copy_block) {
   // Non-temporal stores need `alignment`-byte aligned addresses.
   const auto* in = static_cast<const unsigned char*>(in_v);
   auto* out = static_cast<unsigned char*>(out_v);
@@ -367,10 +366,10 @@ struct CopyBlockAvx512 {
 // The streaming variants of the kernels above. The fence orders the
 // non-temporal stores before whatever the caller does next (e.g. tell another
 // thread the output is ready).
-#define GRAD_REVERSE_STREAMING(Name, Target, CopyBlock, ElementSize)              \
+#define GRAD_REVERSE_STREAMING(Name, Target, CopyBlock, ElementSize)               \
   Target void Name##Streaming(const void* in, void* out, int64_t n, float scale) { \
-    Streaming(Name, ElementSize, in, out, n, scale, 64, CopyBlock());               \
-    _mm_sfence();                                                                   \
+    Streaming(Name, ElementSize, in, out, n, scale, 64, CopyBlock());              \
+    _mm_sfence();                                                                  \
   }
 
 GRAD_REVERSE_STREAMING(HalfAvx2, GRAD_REVERSE_AVX2, CopyBlockAvx2, 2)

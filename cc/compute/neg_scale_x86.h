@@ -7,8 +7,8 @@
 
 #include <cstdint>
 
-#if (defined(__x86_64__) || defined(__i386__)) && \
-    (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC__)
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) && \
+    !defined(__CUDACC__)
 #define GRAD_REVERSE_X86_PATHS 1
 #else
 #define GRAD_REVERSE_X86_PATHS 0

@@ -23,6 +23,4 @@ GRAD_REVERSE_EXPORT int GradReverseSetCpuPath(const char* name) {
 // (12040 is 12.4), 0 when no driver is installed, -1 when the library was
 // built without CUDA or the query failed. It starts no CUDA context. The
 // CUDA kernels need a driver of their toolkit's major version.
-GRAD_REVERSE_EXPORT int GradReverseCudaDriverVersion() {
-  return grad_reverse::CudaDriverVersion();
-}
+GRAD_REVERSE_EXPORT int GradReverseCudaDriverVersion() { return grad_reverse::CudaDriverVersion(); }

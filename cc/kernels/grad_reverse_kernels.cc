@@ -38,13 +38,11 @@ class GradReverseOp : public OpKernel {
 // element-wise ops, and keeps small tensors on the calling thread.
 struct OnCpu {
   template <typename T>
-  static void Run(OpKernelContext* ctx, const Tensor& dy, float lambda,
-                  Tensor* dx) {
+  static void Run(OpKernelContext* ctx, const Tensor& dy, float lambda, Tensor* dx) {
     const std::string path_error = grad_reverse::CpuPathError();
-    OP_REQUIRES(ctx, path_error.empty(),
-                absl::FailedPreconditionError(path_error));
-    const bool streaming = grad_reverse::UseStreamingStores(
-        dy.data(), dx->data(), dy.NumElements() * sizeof(T));
+    OP_REQUIRES(ctx, path_error.empty(), absl::FailedPreconditionError(path_error));
+    const bool streaming =
+        grad_reverse::UseStreamingStores(dy.data(), dx->data(), dy.NumElements() * sizeof(T));
     const grad_reverse::NegScaleFn kernel =
         grad_reverse::NegScaleCpuFunction(KernelDType<T>(), streaming);
     const float scale = -lambda;
@@ -61,19 +59,16 @@ struct OnCpu {
           return (size + kLine - 1) / kLine * kLine;
         },
         [=](Eigen::Index first, Eigen::Index last) {
-          kernel(in + first * sizeof(T), out + first * sizeof(T), last - first,
-                 scale);
+          kernel(in + first * sizeof(T), out + first * sizeof(T), last - first, scale);
         });
   }
 };
 
-#define REGISTER_CPU(T)                                                     \
-  REGISTER_KERNEL_BUILDER(                                                  \
-      Name("GradReverse").Device(DEVICE_CPU).TypeConstraint<T>("T"),        \
-      GradReverseOp);                                                       \
-  REGISTER_KERNEL_BUILDER(                                                  \
-      Name("GradReverseGrad").Device(DEVICE_CPU).TypeConstraint<T>("T"),    \
-      GradReverseGradOp<OnCpu, T>);
+#define REGISTER_CPU(T)                                                                      \
+  REGISTER_KERNEL_BUILDER(Name("GradReverse").Device(DEVICE_CPU).TypeConstraint<T>("T"),     \
+                          GradReverseOp);                                                    \
+  REGISTER_KERNEL_BUILDER(Name("GradReverseGrad").Device(DEVICE_CPU).TypeConstraint<T>("T"), \
+                          GradReverseGradOp<OnCpu, T>);
 
 TF_CALL_half(REGISTER_CPU);
 TF_CALL_bfloat16(REGISTER_CPU);
@@ -87,12 +82,10 @@ TF_CALL_double(REGISTER_CPU);
 // backward's GPU kernel needs CUDA (grad_reverse_kernels_gpu.cc); without it
 // the package's Python gradient uses stock TensorFlow ops, which run on the
 // GPU (ops.py).
-#define REGISTER_GPU_FORWARD(T)                                             \
-  REGISTER_KERNEL_BUILDER(Name("GradReverse")                               \
-                              .Device(DEVICE_GPU)                           \
-                              .HostMemory("lambda")                         \
-                              .TypeConstraint<T>("T"),                      \
-                          GradReverseOp);
+#define REGISTER_GPU_FORWARD(T)                                                           \
+  REGISTER_KERNEL_BUILDER(                                                                \
+      Name("GradReverse").Device(DEVICE_GPU).HostMemory("lambda").TypeConstraint<T>("T"), \
+      GradReverseOp);
 
 TF_CALL_half(REGISTER_GPU_FORWARD);
 TF_CALL_bfloat16(REGISTER_GPU_FORWARD);

@@ -41,13 +41,11 @@ inline absl::Status ReadLambda(OpKernelContext* ctx, float* lambda) {
   const Tensor& t = ctx->input(1);
   if (!TensorShapeUtils::IsScalar(t.shape())) {
     return absl::InvalidArgumentError(
-        absl::StrCat("lambda_ must be a scalar (shape []), got shape ",
-                     t.shape().DebugString()));
+        absl::StrCat("lambda_ must be a scalar (shape []), got shape ", t.shape().DebugString()));
   }
   *lambda = t.scalar<float>()();
   if (!std::isfinite(*lambda)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("lambda_ must be finite, got ", *lambda));
+    return absl::InvalidArgumentError(absl::StrCat("lambda_ must be finite, got ", *lambda));
   }
   return absl::OkStatus();
 }
@@ -64,8 +62,7 @@ class GradReverseGradOp : public OpKernel {
     OP_REQUIRES_OK(ctx, ReadLambda(ctx, &lambda));
     const Tensor& dy = ctx->input(0);
     Tensor* dx = nullptr;
-    OP_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output({0}, 0,
-                                                              dy.shape(), &dx));
+    OP_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output({0}, 0, dy.shape(), &dx));
     if (dy.NumElements() == 0) return;
     Backend::template Run<T>(ctx, dy, lambda, dx);
   }

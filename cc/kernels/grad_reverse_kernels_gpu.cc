@@ -22,26 +22,21 @@ namespace {
 // Enqueues the framework-free CUDA kernel on this op's stream.
 struct OnGpu {
   template <typename T>
-  static void Run(OpKernelContext* ctx, const Tensor& dy, float lambda,
-                  Tensor* dx) {
+  static void Run(OpKernelContext* ctx, const Tensor& dy, float lambda, Tensor* dx) {
     auto* stream = static_cast<cudaStream_t>(
         ctx->op_device_context()->stream()->platform_specific_handle().stream);
-    const int error = grad_reverse::NegScaleCuda(
-        dy.data(), dx->data(), dy.NumElements(), lambda, KernelDType<T>(),
-        stream);
+    const int error = grad_reverse::NegScaleCuda(dy.data(), dx->data(), dy.NumElements(), lambda,
+                                                 KernelDType<T>(), stream);
     OP_REQUIRES(ctx, error == 0,
-                absl::InternalError(
-                    absl::StrCat("GradReverseGrad CUDA launch failed: ",
-                                 grad_reverse::CudaErrorString(error))));
+                absl::InternalError(absl::StrCat("GradReverseGrad CUDA launch failed: ",
+                                                 grad_reverse::CudaErrorString(error))));
   }
 };
 
-#define REGISTER_GPU(T)                                                     \
-  REGISTER_KERNEL_BUILDER(Name("GradReverseGrad")                           \
-                              .Device(DEVICE_GPU)                           \
-                              .HostMemory("lambda")                         \
-                              .TypeConstraint<T>("T"),                      \
-                          GradReverseGradOp<OnGpu, T>);
+#define REGISTER_GPU(T)                                                                       \
+  REGISTER_KERNEL_BUILDER(                                                                    \
+      Name("GradReverseGrad").Device(DEVICE_GPU).HostMemory("lambda").TypeConstraint<T>("T"), \
+      GradReverseGradOp<OnGpu, T>);
 
 TF_CALL_half(REGISTER_GPU);
 TF_CALL_bfloat16(REGISTER_GPU);

@@ -28,14 +28,12 @@ namespace {
 absl::Status CheckLambda(XlaOpKernelContext* ctx) {
   TF_ASSIGN_OR_RETURN(const xla::Shape shape, ctx->InputXlaShape(1));
   if (!xla::ShapeUtil::IsScalar(shape)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("lambda_ must be a scalar (shape []), got shape ",
-                     xla::ShapeUtil::HumanString(shape)));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "lambda_ must be a scalar (shape []), got shape ", xla::ShapeUtil::HumanString(shape)));
   }
   double value;
   if (ctx->ConstantInputAsFloatScalar(1, &value).ok() && !std::isfinite(value)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("lambda_ must be finite, got ", value));
+    return absl::InvalidArgumentError(absl::StrCat("lambda_ must be finite, got ", value));
   }
   return absl::OkStatus();
 }
@@ -60,10 +58,8 @@ class GradReverseGradXlaOp : public XlaOpKernel {
   void Compile(XlaOpKernelContext* ctx) override {
     OP_REQUIRES_OK(ctx, CheckLambda(ctx));
     const xla::PrimitiveType type = ctx->input_xla_type(0);
-    const xla::PrimitiveType compute_type =
-        type == xla::F64 ? xla::F64 : xla::F32;
-    xla::XlaOp scale =
-        xla::ConvertElementType(xla::Neg(ctx->Input(1)), compute_type);
+    const xla::PrimitiveType compute_type = type == xla::F64 ? xla::F64 : xla::F32;
+    xla::XlaOp scale = xla::ConvertElementType(xla::Neg(ctx->Input(1)), compute_type);
     xla::XlaOp dy = xla::ConvertElementType(ctx->Input(0), compute_type);
     ctx->SetOutput(0, xla::ConvertElementType(xla::Mul(dy, scale), type));
   }
@@ -106,10 +102,8 @@ int RegisterJitKernelsIfSealed() {
   for (const std::string& backend : XlaOpRegistry::BackendNames()) {
     if (!JitKernelsRegistered(backend)) continue;  // TensorFlow will do it
     for (const Op& op : kOps) {
-      const KernelDef* def = KernelDefBuilder(op.name)
-                                 .Device(backend.c_str())
-                                 .TypeConstraint("T", kTypes)
-                                 .Build();
+      const KernelDef* def =
+          KernelDefBuilder(op.name).Device(backend.c_str()).TypeConstraint("T", kTypes).Build();
       // Registrations live as long as the process, like TensorFlow's own.
       new kernel_factory::OpKernelRegistrar(def, "XlaJitOp", op.create);
       ++registered;
@@ -127,4 +121,3 @@ extern "C" int GradReverseRegisterLateXlaKernels() {
   static const int registered = tensorflow::RegisterJitKernelsIfSealed();
   return registered;
 }
-

@@ -26,14 +26,11 @@ DType DTypeFromName(const std::string& name) {
   if (name == "bfloat16") return DType::kBFloat16;
   if (name == "float32" || name == "float") return DType::kFloat;
   if (name == "float64" || name == "double") return DType::kDouble;
-  throw py::type_error("unsupported dtype '" + name + "'; accepted: " +
-                       kAccepted);
+  throw py::type_error("unsupported dtype '" + name + "'; accepted: " + kAccepted);
 }
 
 // numpy dtype -> kernel dtype; bfloat16 is ml_dtypes' (numpy has none).
-DType DTypeOfArray(const py::array& a) {
-  return DTypeFromName(py::str(a.dtype().attr("name")));
-}
+DType DTypeOfArray(const py::array& a) { return DTypeFromName(py::str(a.dtype().attr("name"))); }
 
 // An invalid GRAD_REVERSE_CPU_PATH is an error, not a silent fallback.
 void CheckCpuPath() {
@@ -52,8 +49,10 @@ void SetCpuPath(const std::string& name) {
     for (const std::string& path : grad_reverse::SupportedCpuPathNames()) {
       supported += ", " + path;
     }
-    throw py::value_error("CPU path '" + name + "' is unknown or not supported by this CPU; "
-                          "accepted here: auto" + supported);
+    throw py::value_error("CPU path '" + name +
+                          "' is unknown or not supported by this CPU; "
+                          "accepted here: auto" +
+                          supported);
   }
 }
 
@@ -64,10 +63,10 @@ py::array NegScaleCpu(const py::array& in, float lambda, py::object out_obj,
   if (!(in.flags() & py::array::c_style)) {
     throw py::value_error("input must be C-contiguous");
   }
-  py::array out = out_obj.is_none()
-                      ? py::array(in.dtype(), std::vector<py::ssize_t>(
-                                                  in.shape(), in.shape() + in.ndim()))
-                      : out_obj.cast<py::array>();
+  py::array out =
+      out_obj.is_none()
+          ? py::array(in.dtype(), std::vector<py::ssize_t>(in.shape(), in.shape() + in.ndim()))
+          : out_obj.cast<py::array>();
   if (!out.dtype().is(in.dtype()) || out.size() != in.size() ||
       !(out.flags() & py::array::c_style) || !out.writeable()) {
     throw py::value_error(
@@ -127,12 +126,12 @@ DType DTypeFromTypestr(const std::string& typestr, const std::string& override_n
   if (typestr == "<f2") return DType::kHalf;
   if (typestr == "<f4") return DType::kFloat;
   if (typestr == "<f8") return DType::kDouble;
-  throw py::type_error("unsupported array type '" + typestr + "'; accepted: " +
-                       kAccepted + " (pass dtype='bfloat16' for a 2-byte view)");
+  throw py::type_error("unsupported array type '" + typestr + "'; accepted: " + kAccepted +
+                       " (pass dtype='bfloat16' for a 2-byte view)");
 }
 
-void NegScaleCuda(const py::object& in_obj, const py::object& out_obj,
-                  float lambda, uintptr_t stream, const std::string& dtype_name) {
+void NegScaleCuda(const py::object& in_obj, const py::object& out_obj, float lambda,
+                  uintptr_t stream, const std::string& dtype_name) {
   const DeviceBuffer in = ReadCudaArray(in_obj, "input");
   const DeviceBuffer out = ReadCudaArray(out_obj, "out");
   const DType dtype = DTypeFromTypestr(in.typestr, dtype_name);
@@ -145,9 +144,9 @@ void NegScaleCuda(const py::object& in_obj, const py::object& out_obj,
   int error;
   {
     py::gil_scoped_release release;
-    error = grad_reverse::NegScaleCuda(
-        reinterpret_cast<const void*>(in.pointer), reinterpret_cast<void*>(out.pointer),
-        in.size, lambda, dtype, reinterpret_cast<cudaStream_t>(stream));
+    error = grad_reverse::NegScaleCuda(reinterpret_cast<const void*>(in.pointer),
+                                       reinterpret_cast<void*>(out.pointer), in.size, lambda, dtype,
+                                       reinterpret_cast<cudaStream_t>(stream));
   }
   if (error != 0) {
     throw std::runtime_error(std::string("CUDA launch failed: ") +

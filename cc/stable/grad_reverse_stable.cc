@@ -51,8 +51,7 @@ class Status {
 
 // `x` passes through unchanged (unknown rank stays unknown); `lambda` must be
 // a scalar, which graph construction can already reject.
-void UnchangedShapeScalarLambda(TF_ShapeInferenceContext* ctx,
-                                TF_Status* status) {
+void UnchangedShapeScalarLambda(TF_ShapeInferenceContext* ctx, TF_Status* status) {
   TF_ShapeHandle* lambda = TF_NewShapeHandle();
   TF_ShapeHandle* scalar = TF_NewShapeHandle();
   TF_ShapeInferenceContextGetInput(ctx, 1, lambda, status);
@@ -77,8 +76,7 @@ bool RegisterOp(const char* name, const char* input, const char* output) {
   TF_OpDefinitionBuilderAddInput(builder, "lambda: float");
   TF_OpDefinitionBuilderAddOutput(builder, output);
   TF_OpDefinitionBuilderAddAttr(builder, kTypeAttr);
-  TF_OpDefinitionBuilderSetShapeInferenceFunction(builder,
-                                                  &UnchangedShapeScalarLambda);
+  TF_OpDefinitionBuilderSetShapeInferenceFunction(builder, &UnchangedShapeScalarLambda);
   Status status;
   TF_RegisterOpDefinition(builder, status.get());  // takes the builder
   return status.ok();
@@ -124,14 +122,12 @@ bool ReadLambda(TF_OpKernelContext* ctx, float* lambda) {
   bool ok = false;
   if (TF_NumDims(tensor) != 0) {
     Fail(ctx, TF_INVALID_ARGUMENT,
-         "lambda_ must be a scalar (shape []), got shape " +
-             ShapeString(tensor));
+         "lambda_ must be a scalar (shape []), got shape " + ShapeString(tensor));
   } else {
     *lambda = *static_cast<const float*>(TF_TensorData(tensor));
     ok = std::isfinite(*lambda);
     if (!ok) {
-      Fail(ctx, TF_INVALID_ARGUMENT,
-           "lambda_ must be finite, got " + FloatString(*lambda));
+      Fail(ctx, TF_INVALID_ARGUMENT, "lambda_ must be finite, got " + FloatString(*lambda));
     }
   }
   TF_DeleteTensor(tensor);
@@ -195,22 +191,20 @@ void GradReverseGradCpuCompute(void*, TF_OpKernelContext* ctx) {
   // on its buffer is one reference too many to forward it.
   TF_DeleteTensor(dy);
   const int candidate = 0;
-  TF_Tensor* dx = TF_ForwardInputOrAllocateOutput(
-      ctx, &candidate, 1, 0, dims, rank, nullptr, status.get());
+  TF_Tensor* dx =
+      TF_ForwardInputOrAllocateOutput(ctx, &candidate, 1, 0, dims, rank, nullptr, status.get());
   if (Failed(ctx, status)) return;
   if (n > 0) {
     const int64_t size = TF_DataTypeSize(type);
     char* out = static_cast<char*>(TF_TensorData(dx));
-    const bool streaming =
-        grad_reverse::UseStreamingStores(in, out, n * size);
+    const bool streaming = grad_reverse::UseStreamingStores(in, out, n * size);
     const grad_reverse::NegScaleFn kernel =
         grad_reverse::NegScaleCpuFunction(KernelDType(type), streaming);
     const float scale = -lambda;
     // Shards start on 64-byte boundaries of the buffer.
     grad_reverse::ParallelFor(n, 64 / size, kMinShardBytes / size,
                               [=](int64_t first, int64_t last) {
-                                kernel(in + first * size, out + first * size,
-                                       last - first, scale);
+                                kernel(in + first * size, out + first * size, last - first, scale);
                               });
   }
   TF_DeleteTensor(dx);
@@ -219,8 +213,7 @@ void GradReverseGradCpuCompute(void*, TF_OpKernelContext* ctx) {
 bool RegisterKernel(const char* op, const char* device, TF_DataType type,
                     void (*compute)(void*, TF_OpKernelContext*)) {
   const bool gpu = std::string(device) == "GPU";
-  TF_KernelBuilder* builder =
-      TF_NewKernelBuilder(op, device, nullptr, compute, nullptr);
+  TF_KernelBuilder* builder = TF_NewKernelBuilder(op, device, nullptr, compute, nullptr);
   Status status;
   TF_KernelBuilder_TypeConstraint(builder, "T", type, status.get());
   if (!status.ok()) {
@@ -249,8 +242,7 @@ const bool registered = [] {
     // buffer on. The backward on the CPU only (see the top of this file).
     if (!RegisterKernel("GradReverse", "CPU", type, &GradReverseCompute) ||
         !RegisterKernel("GradReverse", "GPU", type, &GradReverseCompute) ||
-        !RegisterKernel("GradReverseGrad", "CPU", type,
-                        &GradReverseGradCpuCompute)) {
+        !RegisterKernel("GradReverseGrad", "CPU", type, &GradReverseGradCpuCompute)) {
       registration_error = "a kernel was refused";
       return false;
     }

@@ -109,7 +109,8 @@ void FirstRead() {
     });
   }
   for (std::thread& thread : threads) thread.join();
-  for (int t = 1; t < kThreads; ++t) Expect(paths[t] == paths[0], "threads disagree on the first read");
+  for (int t = 1; t < kThreads; ++t)
+    Expect(paths[t] == paths[0], "threads disagree on the first read");
   std::printf("first-read: %d threads agree: %s\n", kThreads, paths[0].c_str());
 }
 
@@ -120,7 +121,8 @@ void Shards() {
     // The last length gives every thread's shard more than
     // kStreamingStoresMinBytes, so out of place they write with streaming
     // stores (in place never does).
-    const int64_t streaming = kThreads * grad_reverse::kStreamingStoresMinBytes / grad_reverse::DTypeSize(dtype);
+    const int64_t streaming =
+        kThreads * grad_reverse::kStreamingStoresMinBytes / grad_reverse::DTypeSize(dtype);
     for (int64_t n : {int64_t{1}, int64_t{17}, int64_t{4099}, streaming + 33}) {
       const std::vector<unsigned char> in = Input(dtype, n, static_cast<uint32_t>(n + d));
       const std::vector<unsigned char> want = Portable(dtype, in, n, 0.75f);
@@ -131,12 +133,13 @@ void Shards() {
       Expect(out == want, name + " out of place differs from the portable path");
       Expect(in_place == want, name + " in place differs from the portable path");
       cases += 2;
-      streamed += grad_reverse::UseStreamingStores(in.data(), out.data(), n / kThreads * grad_reverse::DTypeSize(dtype));
+      streamed += grad_reverse::UseStreamingStores(in.data(), out.data(),
+                                                   n / kThreads * grad_reverse::DTypeSize(dtype));
     }
   }
   Expect(streamed == 4, "the largest cases did not reach the streaming stores");
-  std::printf("shards: %d cases (%d with streaming stores) over %d threads, path %s, exact\n", cases, streamed,
-              kThreads, grad_reverse::CpuPathName(grad_reverse::ActiveCpuPath()));
+  std::printf("shards: %d cases (%d with streaming stores) over %d threads, path %s, exact\n",
+              cases, streamed, kThreads, grad_reverse::CpuPathName(grad_reverse::ActiveCpuPath()));
 }
 
 void Switch() {
@@ -171,7 +174,8 @@ void Switch() {
   running.store(false);
   switcher.join();
   grad_reverse::ForceCpuPath("auto");
-  for (int t = 0; t < kThreads; ++t) Expect(wrong[t] == 0, "a result differed while paths switched");
+  for (int t = 0; t < kThreads; ++t)
+    Expect(wrong[t] == 0, "a result differed while paths switched");
   std::printf("switch: %d path switches over %zu paths while %d threads ran 60 calls each, exact\n",
               switches, names.size(), kThreads);
 }
@@ -209,7 +213,8 @@ void Pool() {
     calls += kThreads * 20;
   }
   for (int t = 0; t < kThreads; ++t) Expect(wrong[t] == 0, "a ParallelFor result differed");
-  std::printf("pool: %d ParallelFor calls from %d threads at once, caps 3, 1, 5, exact\n", calls, kThreads);
+  std::printf("pool: %d ParallelFor calls from %d threads at once, caps 3, 1, 5, exact\n", calls,
+              kThreads);
 }
 
 }  // namespace

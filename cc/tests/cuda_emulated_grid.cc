@@ -70,7 +70,9 @@ void Fail(const std::string& what) {
 class GuardedBuffer {
  public:
   GuardedBuffer(int64_t bytes, int offset)
-      : bytes_(bytes), offset_(offset), size_(kGuardBytes + offset + bytes + kGuardBytes),
+      : bytes_(bytes),
+        offset_(offset),
+        size_(kGuardBytes + offset + bytes + kGuardBytes),
         base_(static_cast<unsigned char*>(::operator new(size_, std::align_val_t(64)))) {
     std::memset(base_, kGuardByte, size_);
     POISON(base_, kGuardBytes + offset_);
@@ -109,13 +111,17 @@ class GuardedBuffer {
 // the smallest head that reaches 16-byte alignment, as many whole vectors as
 // fit, and the rest as tail; a grid that covers the work up to the device's
 // resident blocks.
-std::string PlanError(const CudaLaunchPlan& p, uintptr_t in, uintptr_t out, int64_t n,
-                      int64_t size, int resident) {
+std::string PlanError(const CudaLaunchPlan& p, uintptr_t in, uintptr_t out, int64_t n, int64_t size,
+                      int resident) {
   CudaPath path = CudaPath::kVectorized;
-  if (n <= 0) path = CudaPath::kNothing;
-  else if (in % size != 0 || out % size != 0) path = CudaPath::kUnaligned;
-  else if (in % 16 != out % 16) path = CudaPath::kScalar;
-  if (p.path != path) return "path " + std::to_string(int(p.path)) + " != " + std::to_string(int(path));
+  if (n <= 0)
+    path = CudaPath::kNothing;
+  else if (in % size != 0 || out % size != 0)
+    path = CudaPath::kUnaligned;
+  else if (in % 16 != out % 16)
+    path = CudaPath::kScalar;
+  if (p.path != path)
+    return "path " + std::to_string(int(p.path)) + " != " + std::to_string(int(path));
   if (p.n != n) return "n";
   if (path == CudaPath::kNothing) return p.blocks == 0 ? "" : "blocks for nothing";
   int64_t work = n;
@@ -125,18 +131,21 @@ std::string PlanError(const CudaLaunchPlan& p, uintptr_t in, uintptr_t out, int6
     while (head < n && (in + head * size) % 16 != 0) ++head;
     if (p.head != head) return "head " + std::to_string(p.head) + " != " + std::to_string(head);
     if (p.tail < 0 || p.tail >= per_vector) return "tail " + std::to_string(p.tail);
-    if (p.vectors < 0 || p.head + p.vectors * per_vector + p.tail != n) return "head + vectors + tail != n";
+    if (p.vectors < 0 || p.head + p.vectors * per_vector + p.tail != n)
+      return "head + vectors + tail != n";
     if (p.vectors > 0 && ((in + head * size) % 16 != 0 || (out + head * size) % 16 != 0)) {
       return "vectors not 16-byte aligned";
     }
     work = std::max(p.vectors, per_vector);
-    if (int64_t{p.blocks} * kCudaBlockSize < std::max(p.head, p.tail)) return "grid misses head or tail";
+    if (int64_t{p.blocks} * kCudaBlockSize < std::max(p.head, p.tail))
+      return "grid misses head or tail";
   } else if (p.head != 0 || p.vectors != 0 || p.tail != 0) {
     return "head/vectors/tail set off the vector path";
   }
   const int64_t cover = (work + kCudaBlockSize - 1) / kCudaBlockSize;
   const int64_t blocks = std::min<int64_t>(resident, std::max<int64_t>(1, cover));
-  if (p.blocks != blocks) return "blocks " + std::to_string(p.blocks) + " != " + std::to_string(blocks);
+  if (p.blocks != blocks)
+    return "blocks " + std::to_string(p.blocks) + " != " + std::to_string(blocks);
   return "";
 }
 
@@ -193,7 +202,8 @@ void RunCase(const Case& c, const std::vector<unsigned char>& pool) {
 
   const uintptr_t in_address = reinterpret_cast<uintptr_t>(in.data());
   const uintptr_t out_address = reinterpret_cast<uintptr_t>(out);
-  const CudaLaunchPlan plan = grad_reverse::PlanCudaLaunch(in_address, out_address, c.n, size, c.resident);
+  const CudaLaunchPlan plan =
+      grad_reverse::PlanCudaLaunch(in_address, out_address, c.n, size, c.resident);
   Tally& tally = tallies[static_cast<int>(c.dtype)];
   const int path = static_cast<int>(plan.path);
   tally.cases[path] += 1;
@@ -215,10 +225,11 @@ void RunCase(const Case& c, const std::vector<unsigned char>& pool) {
       continue;
     }
     char text[120];
-    std::snprintf(text, sizeof(text), ": element %lld: 0x%llx, CPU kernel 0x%llx (input 0x%llx)",
-                  static_cast<long long>(i), static_cast<unsigned long long>(got),
-                  static_cast<unsigned long long>(expected),
-                  static_cast<unsigned long long>(emulated::ElementBits(input.data() + i * size, size)));
+    std::snprintf(
+        text, sizeof(text), ": element %lld: 0x%llx, CPU kernel 0x%llx (input 0x%llx)",
+        static_cast<long long>(i), static_cast<unsigned long long>(got),
+        static_cast<unsigned long long>(expected),
+        static_cast<unsigned long long>(emulated::ElementBits(input.data() + i * size, size)));
     Fail(Describe(c) + text);
     return;
   }
@@ -233,17 +244,21 @@ void RunCase(const Case& c, const std::vector<unsigned char>& pool) {
 void Run(const Case& c, const emulated::ValuePools& pools) {
   const std::vector<unsigned char>& pool = pools.of(c.dtype);
   switch (c.dtype) {
-    case DType::kHalf: return RunCase<__half>(c, pool);
-    case DType::kBFloat16: return RunCase<__nv_bfloat16>(c, pool);
-    case DType::kFloat: return RunCase<float>(c, pool);
-    case DType::kDouble: return RunCase<double>(c, pool);
+    case DType::kHalf:
+      return RunCase<__half>(c, pool);
+    case DType::kBFloat16:
+      return RunCase<__nv_bfloat16>(c, pool);
+    case DType::kFloat:
+      return RunCase<float>(c, pool);
+    case DType::kDouble:
+      return RunCase<double>(c, pool);
   }
 }
 
 // Plans past 2^31 elements (index arithmetic only: nothing is allocated).
 void PlanHugeSizes() {
-  const int64_t sizes[] = {(int64_t{1} << 31) - 1, int64_t{1} << 31, (int64_t{1} << 31) + 13,
-                           int64_t{3000000000}, (int64_t{1} << 40) + 7, (int64_t{1} << 60) + 5};
+  const int64_t sizes[] = {(int64_t{1} << 31) - 1, int64_t{1} << 31,       (int64_t{1} << 31) + 13,
+                           int64_t{3000000000},    (int64_t{1} << 40) + 7, (int64_t{1} << 60) + 5};
   const int residents[] = {1, 3, 132 * 8};  // an H100's 132 SMs of 8 blocks
   for (DType dtype : emulated::kDTypes) {
     const int64_t size = grad_reverse::DTypeSize(dtype);
@@ -258,7 +273,8 @@ void PlanHugeSizes() {
             const std::string error = PlanError(plan, in, out, n, size, resident);
             if (!error.empty()) {
               Fail(std::string(emulated::DTypeName(dtype)) + " plan only n=" + std::to_string(n) +
-                   " in+" + std::to_string(in_offset) + " out+" + std::to_string(out_offset) + ": " + error);
+                   " in+" + std::to_string(in_offset) + " out+" + std::to_string(out_offset) +
+                   ": " + error);
             }
           }
         }
@@ -268,8 +284,8 @@ void PlanHugeSizes() {
 }
 
 void PrintTallies() {
-  std::printf("%-9s %11s %11s %11s %8s %9s %9s %11s\n", "dtype", "vectorized", "scalar", "unaligned",
-              "empty", "in-place", "plan-only", "NaN-payload");
+  std::printf("%-9s %11s %11s %11s %8s %9s %9s %11s\n", "dtype", "vectorized", "scalar",
+              "unaligned", "empty", "in-place", "plan-only", "NaN-payload");
   for (DType dtype : emulated::kDTypes) {
     const Tally& t = tallies[static_cast<int>(dtype)];
     std::printf("%-9s %11lld %11lld %11lld %8lld %9lld %9lld %11lld\n", emulated::DTypeName(dtype),
@@ -281,8 +297,9 @@ void PrintTallies() {
   std::printf("elements:");
   for (DType dtype : emulated::kDTypes) {
     const Tally& t = tallies[static_cast<int>(dtype)];
-    std::printf(" %s %lld/%lld/%lld", emulated::DTypeName(dtype), static_cast<long long>(t.elements[1]),
-                static_cast<long long>(t.elements[2]), static_cast<long long>(t.elements[3]));
+    std::printf(" %s %lld/%lld/%lld", emulated::DTypeName(dtype),
+                static_cast<long long>(t.elements[1]), static_cast<long long>(t.elements[2]),
+                static_cast<long long>(t.elements[3]));
   }
   std::printf(" (vectorized/scalar/unaligned)\n");
 }

@@ -30,9 +30,15 @@ inline uint64_t ElementBits(const unsigned char* p, int64_t size) {
   uint32_t b32;
   uint64_t b64;
   switch (size) {
-    case 2: std::memcpy(&b16, p, 2); return b16;
-    case 4: std::memcpy(&b32, p, 4); return b32;
-    default: std::memcpy(&b64, p, 8); return b64;
+    case 2:
+      std::memcpy(&b16, p, 2);
+      return b16;
+    case 4:
+      std::memcpy(&b32, p, 4);
+      return b32;
+    default:
+      std::memcpy(&b64, p, 8);
+      return b64;
   }
 }
 
@@ -40,10 +46,14 @@ inline uint64_t ElementBits(const unsigned char* p, int64_t size) {
 // bfloat16 is told apart by the caller's dtype, so it is passed as size 3).
 inline bool IsNanBits(uint64_t bits, int size) {
   switch (size) {
-    case 2: return (bits & 0x7fffu) > 0x7c00u;
-    case 3: return (bits & 0x7fffu) > 0x7f80u;
-    case 4: return (bits & 0x7fffffffu) > 0x7f800000u;
-    default: return (bits & 0x7fffffffffffffffu) > 0x7ff0000000000000u;
+    case 2:
+      return (bits & 0x7fffu) > 0x7c00u;
+    case 3:
+      return (bits & 0x7fffu) > 0x7f80u;
+    case 4:
+      return (bits & 0x7fffffffu) > 0x7f800000u;
+    default:
+      return (bits & 0x7fffffffffffffffu) > 0x7ff0000000000000u;
   }
 }
 
@@ -63,19 +73,31 @@ class ValuePools {
     for (uint32_t b = 0; b < 65536; ++b) Append(sixteen_, static_cast<uint16_t>(b));
     sixteen_bfloat_ = sixteen_;
     std::mt19937_64 random(38);
-    const uint32_t float_specials[] = {
-        0x00000000, 0x80000000, 0x7f800000, 0xff800000, 0x7fc00000, 0xffc00000, 0x7f800001,
-        0x7fbfffff, 0x7fc12345, 0x7f7fffff, 0xff7fffff, 0x00800000, 0x80800000, 0x00000001,
-        0x80000001, 0x007fffff, 0x807fffff, 0x00400000, 0x3f800000, 0xbf800000, 0x7f000000,
-        0x0c000000, 0x33800000, 0x477fe000, 0x38800000};
+    const uint32_t float_specials[] = {0x00000000, 0x80000000, 0x7f800000, 0xff800000, 0x7fc00000,
+                                       0xffc00000, 0x7f800001, 0x7fbfffff, 0x7fc12345, 0x7f7fffff,
+                                       0xff7fffff, 0x00800000, 0x80800000, 0x00000001, 0x80000001,
+                                       0x007fffff, 0x807fffff, 0x00400000, 0x3f800000, 0xbf800000,
+                                       0x7f000000, 0x0c000000, 0x33800000, 0x477fe000, 0x38800000};
     for (uint32_t b : float_specials) Append(float_, b);
-    const uint64_t double_specials[] = {
-        0x0ull, 0x8000000000000000ull, 0x7ff0000000000000ull, 0xfff0000000000000ull,
-        0x7ff8000000000000ull, 0xfff8000000000000ull, 0x7ff0000000000001ull,
-        0x7ff4000000000000ull, 0x7fefffffffffffffull, 0xffefffffffffffffull,
-        0x0010000000000000ull, 0x8010000000000000ull, 0x0000000000000001ull,
-        0x800fffffffffffffull, 0x3ff0000000000000ull, 0xbff0000000000000ull,
-        0x47efffffe0000000ull, 0x36a0000000000000ull, 0x7fe0000000000000ull};
+    const uint64_t double_specials[] = {0x0ull,
+                                        0x8000000000000000ull,
+                                        0x7ff0000000000000ull,
+                                        0xfff0000000000000ull,
+                                        0x7ff8000000000000ull,
+                                        0xfff8000000000000ull,
+                                        0x7ff0000000000001ull,
+                                        0x7ff4000000000000ull,
+                                        0x7fefffffffffffffull,
+                                        0xffefffffffffffffull,
+                                        0x0010000000000000ull,
+                                        0x8010000000000000ull,
+                                        0x0000000000000001ull,
+                                        0x800fffffffffffffull,
+                                        0x3ff0000000000000ull,
+                                        0xbff0000000000000ull,
+                                        0x47efffffe0000000ull,
+                                        0x36a0000000000000ull,
+                                        0x7fe0000000000000ull};
     for (uint64_t b : double_specials) Append(double_, b);
     std::normal_distribution<double> normal(0.0, 30.0);
     while (float_.size() < 8192 * 4) {
@@ -94,10 +116,14 @@ class ValuePools {
 
   const std::vector<unsigned char>& of(DType dtype) const {
     switch (dtype) {
-      case DType::kHalf: return sixteen_;
-      case DType::kBFloat16: return sixteen_bfloat_;
-      case DType::kFloat: return float_;
-      case DType::kDouble: break;
+      case DType::kHalf:
+        return sixteen_;
+      case DType::kBFloat16:
+        return sixteen_bfloat_;
+      case DType::kFloat:
+        return float_;
+      case DType::kDouble:
+        break;
     }
     return double_;
   }
@@ -124,17 +150,18 @@ struct Case {
 };
 
 // Zero, negative, tiny (normal and subnormal) and huge finite lambdas among ordinary ones.
-constexpr float kLambdas[] = {1.0f, 0.0f, -0.0f, -1.0f, -0.37f, 6.0f, 0.1f,
-                              1e-38f, 1.4e-45f, 3.0e38f, -2.5e37f};
+constexpr float kLambdas[] = {1.0f, 0.0f,   -0.0f,    -1.0f,   -0.37f,  6.0f,
+                              0.1f, 1e-38f, 1.4e-45f, 3.0e38f, -2.5e37f};
 constexpr int kNumLambdas = sizeof(kLambdas) / sizeof(kLambdas[0]);
 
 inline std::vector<Case> AllCases() {
   std::vector<Case> cases;
   int64_t k = 0;  // rotates lambda, resident blocks and where the values start
-  auto add = [&](DType dtype, int64_t n, int in_offset, int out_offset, bool in_place, int resident = 0) {
+  auto add = [&](DType dtype, int64_t n, int in_offset, int out_offset, bool in_place,
+                 int resident = 0) {
     cases.push_back({dtype, n, in_offset, in_place ? in_offset : out_offset, in_place,
-                     kLambdas[k % kNumLambdas], resident > 0 ? resident : 1 + static_cast<int>(k % 3),
-                     (k * 7919) % 65536});
+                     kLambdas[k % kNumLambdas],
+                     resident > 0 ? resident : 1 + static_cast<int>(k % 3), (k * 7919) % 65536});
     ++k;
   };
   std::vector<int64_t> small_sizes;
@@ -174,7 +201,8 @@ inline std::vector<Case> AllCases() {
     // The whole value pool (every 16-bit pattern once) at every lambda, on each path.
     const int64_t pool_elements = size == 2 ? 65536 : 8192;
     for (float lambda : kLambdas) {
-      const int layouts[][3] = {{0, 0, 0}, {6, 6, 0}, {0, 2, 0}, {1, 1, 0}, {0, 0, 1}, {10, 10, 1}, {3, 3, 1}};
+      const int layouts[][3] = {{0, 0, 0}, {6, 6, 0},   {0, 2, 0}, {1, 1, 0},
+                                {0, 0, 1}, {10, 10, 1}, {3, 3, 1}};
       for (const auto& layout : layouts) {
         cases.push_back({dtype, pool_elements, layout[0], layout[layout[2] ? 0 : 1], layout[2] == 1,
                          lambda, 3, 0});

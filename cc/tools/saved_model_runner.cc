@@ -88,8 +88,7 @@ void Fill(const std::vector<double>& values, tensorflow::Tensor* tensor) {
 // half and bfloat16 through float: a value given with float's digits (what
 // Python prints for a float16 array cast to float) rounds to the same half.
 template <typename T>
-void FillThroughFloat(const std::vector<double>& values,
-                      tensorflow::Tensor* tensor) {
+void FillThroughFloat(const std::vector<double>& values, tensorflow::Tensor* tensor) {
   auto flat = tensor->flat<T>();
   for (size_t i = 0; i < values.size(); ++i) {
     flat(i) = static_cast<T>(static_cast<float>(values[i]));
@@ -97,21 +96,28 @@ void FillThroughFloat(const std::vector<double>& values,
 }
 
 // The tensor the signature expects, or an error message.
-std::string MakeTensor(const Input& input, tensorflow::DataType dtype,
-                       tensorflow::Tensor* tensor) {
+std::string MakeTensor(const Input& input, tensorflow::DataType dtype, tensorflow::Tensor* tensor) {
   tensorflow::TensorShape shape;
   for (int64_t d : input.shape) shape.AddDim(d);
   if (shape.num_elements() != static_cast<int64_t>(input.values.size())) {
-    return "input '" + input.key + "' has shape " + shape.DebugString() +
-           " (" + std::to_string(shape.num_elements()) + " elements) but " +
+    return "input '" + input.key + "' has shape " + shape.DebugString() + " (" +
+           std::to_string(shape.num_elements()) + " elements) but " +
            std::to_string(input.values.size()) + " values were given";
   }
   *tensor = tensorflow::Tensor(dtype, shape);
   switch (dtype) {
-    case tensorflow::DT_FLOAT: Fill<float>(input.values, tensor); break;
-    case tensorflow::DT_DOUBLE: Fill<double>(input.values, tensor); break;
-    case tensorflow::DT_INT32: Fill<int32_t>(input.values, tensor); break;
-    case tensorflow::DT_INT64: Fill<int64_t>(input.values, tensor); break;
+    case tensorflow::DT_FLOAT:
+      Fill<float>(input.values, tensor);
+      break;
+    case tensorflow::DT_DOUBLE:
+      Fill<double>(input.values, tensor);
+      break;
+    case tensorflow::DT_INT32:
+      Fill<int32_t>(input.values, tensor);
+      break;
+    case tensorflow::DT_INT64:
+      Fill<int64_t>(input.values, tensor);
+      break;
     case tensorflow::DT_HALF:
       FillThroughFloat<Eigen::half>(input.values, tensor);
       break;
@@ -119,8 +125,7 @@ std::string MakeTensor(const Input& input, tensorflow::DataType dtype,
       FillThroughFloat<Eigen::bfloat16>(input.values, tensor);
       break;
     default:
-      return "input '" + input.key + "' has dtype " +
-             tensorflow::DataTypeString(dtype) +
+      return "input '" + input.key + "' has dtype " + tensorflow::DataTypeString(dtype) +
              "; this runner feeds float, double, half, bfloat16, int32 and "
              "int64";
   }
@@ -154,16 +159,19 @@ std::string ToJsonLine(const std::string& key, const tensorflow::Tensor& t) {
       AppendValues<double>(t, std::numeric_limits<double>::max_digits10, &line);
       break;
     case tensorflow::DT_HALF:  // exact in float, so float's digits round-trip
-      AppendValues<Eigen::half>(t, std::numeric_limits<float>::max_digits10,
-                                &line);
+      AppendValues<Eigen::half>(t, std::numeric_limits<float>::max_digits10, &line);
       break;
     case tensorflow::DT_BFLOAT16:
-      AppendValues<Eigen::bfloat16>(
-          t, std::numeric_limits<float>::max_digits10, &line);
+      AppendValues<Eigen::bfloat16>(t, std::numeric_limits<float>::max_digits10, &line);
       break;
-    case tensorflow::DT_INT32: AppendValues<int32_t>(t, 10, &line); break;
-    case tensorflow::DT_INT64: AppendValues<int64_t>(t, 19, &line); break;
-    default: line += "null";  // dtype still reported; values not printable here
+    case tensorflow::DT_INT32:
+      AppendValues<int32_t>(t, 10, &line);
+      break;
+    case tensorflow::DT_INT64:
+      AppendValues<int64_t>(t, 19, &line);
+      break;
+    default:
+      line += "null";  // dtype still reported; values not printable here
   }
   return line + "]}";
 }
@@ -201,8 +209,8 @@ int main(int argc, char** argv) {
     TF_Status* status = TF_NewStatus();
     TF_Library* library = TF_LoadLibrary(path.c_str(), status);
     if (TF_GetCode(status) != TF_OK) {
-      std::fprintf(stderr, "saved_model_runner: cannot load op library %s: %s\n",
-                   path.c_str(), TF_Message(status));
+      std::fprintf(stderr, "saved_model_runner: cannot load op library %s: %s\n", path.c_str(),
+                   TF_Message(status));
       TF_DeleteStatus(status);
       return kLibraryFailed;
     }
@@ -212,8 +220,7 @@ int main(int argc, char** argv) {
 
   tensorflow::SavedModelBundle bundle;
   absl::Status status = tensorflow::LoadSavedModel(
-      tensorflow::SessionOptions(), tensorflow::RunOptions(), export_dir,
-      {"serve"}, &bundle);
+      tensorflow::SessionOptions(), tensorflow::RunOptions(), export_dir, {"serve"}, &bundle);
   if (!status.ok()) {
     std::fprintf(stderr, "saved_model_runner: LoadSavedModel failed: %s\n",
                  status.ToString().c_str());
@@ -235,8 +242,8 @@ int main(int argc, char** argv) {
     if (info == signature.inputs().end()) {
       std::string keys;
       for (const auto& entry : signature.inputs()) keys += " " + entry.first;
-      return Usage("signature '" + signature_name + "' has no input '" +
-                   input.key + "'; its inputs:" + keys);
+      return Usage("signature '" + signature_name + "' has no input '" + input.key +
+                   "'; its inputs:" + keys);
     }
     tensorflow::Tensor tensor;
     const std::string error = MakeTensor(input, info->second.dtype(), &tensor);
@@ -250,8 +257,8 @@ int main(int argc, char** argv) {
   }
 
   // protobuf::Map iterates in no fixed order; print outputs sorted by key.
-  const std::map<std::string, tensorflow::TensorInfo> outputs(
-      signature.outputs().begin(), signature.outputs().end());
+  const std::map<std::string, tensorflow::TensorInfo> outputs(signature.outputs().begin(),
+                                                              signature.outputs().end());
   std::vector<std::string> fetch_names;
   for (const auto& entry : outputs) fetch_names.push_back(entry.second.name());
   std::vector<tensorflow::Tensor> results;

@@ -46,8 +46,11 @@ def main() -> None:
     targets = {"dann": [], "source_only": []}
     for seed in args.seeds:
         domains = make_domains(seed)
-        models = {"dann": train_dann(domains, seed, args.steps, lambda_max=args.lambda_max,
-                                     domain_loss_reduction=args.reduction)}
+        models = {
+            "dann": train_dann(
+                domains, seed, args.steps, lambda_max=args.lambda_max, domain_loss_reduction=args.reduction
+            )
+        }
         if args.source_only:
             models["source_only"] = train_source_only(domains, seed, args.steps)
         line = [f"seed {seed:2d}"]
@@ -59,9 +62,11 @@ def main() -> None:
         print("  ".join(line), flush=True)
     for name, values in targets.items():
         if values:
-            print(f"{name} target accuracy over {len(values)} seeds (lambda_max {args.lambda_max:g}, "
-                  f"{args.reduction}): min {min(values):.3f} mean {np.mean(values):.3f} max {max(values):.3f}; "
-                  f">= 0.95 on {sum(v >= 0.95 for v in values)}")
+            print(
+                f"{name} target accuracy over {len(values)} seeds (lambda_max {args.lambda_max:g}, "
+                f"{args.reduction}): min {min(values):.3f} mean {np.mean(values):.3f} max {max(values):.3f}; "
+                f">= 0.95 on {sum(v >= 0.95 for v in values)}"
+            )
 
 
 if __name__ == "__main__":

@@ -41,25 +41,41 @@ def make_model(seed: int, lambda_max: float):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=seed_range, default=seed_range("0-4"))
-    parser.add_argument("--grid", type=lambda text: [float(v) for v in text.split(",")],
-                        default=[0.1, 0.3, 1.0, 3.0, 6.0])
+    parser.add_argument(
+        "--grid", type=lambda text: [float(v) for v in text.split(",")], default=[0.1, 0.3, 1.0, 3.0, 6.0]
+    )
     parser.add_argument("--steps", type=int, default=1500)
     args = parser.parse_args()
     rows = []
     for seed in args.seeds:
         domains = make_domains(seed)
         picked, results = select_by_reverse_validation(
-            args.grid, lambda lambda_max, seed=seed: make_model(seed, lambda_max), domains.x_source, domains.y_source, domains.x_target, seed=seed,
-            validation_fraction=0.1, pseudo_labels=lambda p: (p > 0.5).astype("float32"),
-            batch_size=2 * BATCH_PER_DOMAIN, epochs=1, steps_per_epoch=args.steps)
+            args.grid,
+            lambda lambda_max, seed=seed: make_model(seed, lambda_max),
+            domains.x_source,
+            domains.y_source,
+            domains.x_target,
+            seed=seed,
+            validation_fraction=0.1,
+            pseudo_labels=lambda p: (p > 0.5).astype("float32"),
+            batch_size=2 * BATCH_PER_DOMAIN,
+            epochs=1,
+            steps_per_epoch=args.steps,
+        )
         target = {lam: accuracy(r.forward_model, domains.x_target, domains.y_target) for lam, r in results.items()}
         for lam, r in results.items():
-            print(f"seed {seed} lambda_max {lam:g}: reverse risk {r.risk:.4f} reverse accuracy "
-                  f"{r.metrics['accuracy']:.3f}  target accuracy {target[lam]:.3f}", flush=True)
+            print(
+                f"seed {seed} lambda_max {lam:g}: reverse risk {r.risk:.4f} reverse accuracy "
+                f"{r.metrics['accuracy']:.3f}  target accuracy {target[lam]:.3f}",
+                flush=True,
+            )
         best = max(target, key=target.get)
         rows.append((seed, picked, target[picked], best, target[best]))
-        print(f"seed {seed}: reverse validation picks {picked:g} (target accuracy {target[picked]:.3f}); "
-              f"the target labels would pick {best:g} ({target[best]:.3f})", flush=True)
+        print(
+            f"seed {seed}: reverse validation picks {picked:g} (target accuracy {target[picked]:.3f}); "
+            f"the target labels would pick {best:g} ({target[best]:.3f})",
+            flush=True,
+        )
     print("\n| seed | reverse validation picks | its target accuracy | target labels pick | its target accuracy |")
     print("|---|---|---|---|---|")
     for seed, picked, picked_acc, best, best_acc in rows:

@@ -52,12 +52,12 @@ def digits_m(seed: int, size: int) -> tuple:
     labels = digits.target.astype("int32")
     photos = [image.astype("float32") / 255.0 for image in load_sample_images().images]
     order = rng.permutation(len(grey))
-    source, target = order[: len(order) // 2], order[len(order) // 2:]
+    source, target = order[: len(order) // 2], order[len(order) // 2 :]
     patches = []
     for _ in target:
         photo = photos[rng.integers(len(photos))]
         row, col = rng.integers(photo.shape[0] - size), rng.integers(photo.shape[1] - size)
-        patches.append(photo[row:row + size, col:col + size])
+        patches.append(photo[row : row + size, col : col + size])
     x_source = np.repeat(grey[source], 3, axis=-1)
     x_target = np.abs(grey[target] - np.stack(patches))
     return x_source, labels[source], x_target.astype("float32"), labels[target]
@@ -65,13 +65,24 @@ def digits_m(seed: int, size: int) -> tuple:
 
 def parts(seed: int, size: int) -> tuple:
     keras.utils.set_random_seed(seed)
-    features = keras.Sequential([
-        keras.Input((size, size, 3)),
-        keras.layers.Conv2D(16, 3, activation="relu", padding="same"), keras.layers.MaxPooling2D(2),
-        keras.layers.Conv2D(32, 3, activation="relu", padding="same"), keras.layers.MaxPooling2D(2),
-        keras.layers.Flatten(), keras.layers.Dense(FEATURES, activation="relu")])
-    label = keras.Sequential([keras.Input((FEATURES,)), keras.layers.Dense(100, activation="relu"),
-                              keras.layers.Dense(10, activation="softmax")])
+    features = keras.Sequential(
+        [
+            keras.Input((size, size, 3)),
+            keras.layers.Conv2D(16, 3, activation="relu", padding="same"),
+            keras.layers.MaxPooling2D(2),
+            keras.layers.Conv2D(32, 3, activation="relu", padding="same"),
+            keras.layers.MaxPooling2D(2),
+            keras.layers.Flatten(),
+            keras.layers.Dense(FEATURES, activation="relu"),
+        ]
+    )
+    label = keras.Sequential(
+        [
+            keras.Input((FEATURES,)),
+            keras.layers.Dense(100, activation="relu"),
+            keras.layers.Dense(10, activation="softmax"),
+        ]
+    )
     domain = keras.Sequential([keras.layers.Dense(100, activation="relu"), keras.layers.Dense(1, activation="sigmoid")])
     return features, label, domain
 
@@ -84,8 +95,13 @@ def target_accuracy(method: str, seed: int, args: argparse.Namespace) -> float:
     if method == "target_trained":
         model = keras.Sequential([features, label])
         model.compile(optimizer, loss)
-        model.fit(x_target, y_target, batch_size=BATCH // 2, epochs=max(1, args.steps * BATCH // 2 // len(x_target)),
-                  verbose=0)
+        model.fit(
+            x_target,
+            y_target,
+            batch_size=BATCH // 2,
+            epochs=max(1, args.steps * BATCH // 2 // len(x_target)),
+            verbose=0,
+        )
     else:
         if method in ("source_only", "dann"):
             model = DANN(features, label, domain, lambda_max=args.lambda_max)
@@ -94,8 +110,9 @@ def target_accuracy(method: str, seed: int, args: argparse.Namespace) -> float:
         else:
             model = MDD(features, label)
         model.compile(optimizer, loss, **({"domain_loss_weight": 0.0} if method == "source_only" else {}))
-        model.fit(x_source, y_source, target=x_target, batch_size=BATCH, steps_per_epoch=args.steps, seed=seed,
-                  verbose=0)
+        model.fit(
+            x_source, y_source, target=x_target, batch_size=BATCH, steps_per_epoch=args.steps, seed=seed, verbose=0
+        )
     predicted = np.asarray(model(x_target, training=False)).argmax(1)
     return float(np.mean(predicted == y_target))
 
@@ -118,11 +135,16 @@ def main() -> None:
         for method in args.methods:
             start = time.perf_counter()
             results[method].append(target_accuracy(method, seed, args))
-            print(f"seed {seed} {method:14s} target accuracy {results[method][-1]:.3f} "
-                  f"({time.perf_counter() - start:.0f} s)", flush=True)
+            print(
+                f"seed {seed} {method:14s} target accuracy {results[method][-1]:.3f} "
+                f"({time.perf_counter() - start:.0f} s)",
+                flush=True,
+            )
     means = {method: float(np.mean(values)) for method, values in results.items()}
-    print(f"\ndigits-M {args.size}x{args.size}, {args.steps} steps, lambda_max {args.lambda_max:g}, "
-          f"{len(args.seeds)} seeds: target accuracy")
+    print(
+        f"\ndigits-M {args.size}x{args.size}, {args.steps} steps, lambda_max {args.lambda_max:g}, "
+        f"{len(args.seeds)} seeds: target accuracy"
+    )
     print(f"{'method':14s} {'min':>6s} {'mean':>6s} {'max':>6s}  gap closed")
     for method, values in results.items():
         closed = ""

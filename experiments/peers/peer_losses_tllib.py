@@ -64,13 +64,21 @@ def ours(folder: str) -> dict:
     def parts(seed: int, units: int = CLASSES):
         keras.utils.set_random_seed(seed)
         features = keras.Sequential([keras.Input((3,)), keras.layers.Dense(FEATURES, activation="tanh")])
-        label = keras.Sequential([keras.Input((FEATURES,)), keras.layers.Dense(
-            units, kernel_initializer=keras.initializers.RandomNormal(stddev=1.5))])
+        label = keras.Sequential(
+            [
+                keras.Input((FEATURES,)),
+                keras.layers.Dense(units, kernel_initializer=keras.initializers.RandomNormal(stddev=1.5)),
+            ]
+        )
         return features, label
 
     def step(model, loss, batches=tf_batch):
-        model.compile(keras.optimizers.SGD(0.0), loss, label_from_logits=True, **(
-            {"domain_loss_reduction": "mean_over_batch"} if isinstance(model, CDAN) else {}))
+        model.compile(
+            keras.optimizers.SGD(0.0),
+            loss,
+            label_from_logits=True,
+            **({"domain_loss_reduction": "mean_over_batch"} if isinstance(model, CDAN) else {}),
+        )
         history = model.fit(batches, steps_per_epoch=1, verbose=0).history
         return history["domain_loss" if isinstance(model, CDAN) else "transfer_loss"][0]
 
@@ -79,14 +87,30 @@ def ours(folder: str) -> dict:
             case = f"CDAN{'+E' if entropy else ''} {'randomized (d=64)' if randomized else 'multilinear'}"
             features, label = parts(1)
             size = 64 if randomized else FEATURES * CLASSES
-            domain = keras.Sequential([keras.Input((size,)), keras.layers.Dense(HIDDEN, activation="relu"),
-                                       keras.layers.Dense(1, activation="sigmoid")])
-            model = CDAN(features, label, domain, entropy_conditioning=entropy, randomized=randomized,
-                         randomized_dim=64, map_seed=5)
+            domain = keras.Sequential(
+                [
+                    keras.Input((size,)),
+                    keras.layers.Dense(HIDDEN, activation="relu"),
+                    keras.layers.Dense(1, activation="sigmoid"),
+                ]
+            )
+            model = CDAN(
+                features,
+                label,
+                domain,
+                entropy_conditioning=entropy,
+                randomized=randomized,
+                randomized_dim=64,
+                map_seed=5,
+            )
             results[case] = step(model, keras.losses.SparseCategoricalCrossentropy(from_logits=True))
             f = np.asarray(features(x))
-            saved[case] = {"f": f, "g": np.asarray(label(f)), "domain": domain.get_weights(),
-                           "randomized": random_matrices(FEATURES, CLASSES, 64, 5) if randomized else None}
+            saved[case] = {
+                "f": f,
+                "g": np.asarray(label(f)),
+                "domain": domain.get_weights(),
+                "randomized": random_matrices(FEATURES, CLASSES, 64, 5) if randomized else None,
+            }
     for margin in (4.0, 2.0):
         case = f"MDD classification, margin {margin:g}"
         features, label = parts(2)
@@ -118,9 +142,12 @@ def load_tllib_losses(checkout: str) -> tuple:
     if not hasattr(np, "float"):  # TLlib's WarmStartGradientReverseLayer calls np.float (gone in NumPy 1.24)
         np.float = float
     root = os.path.join(checkout, "tllib")
-    for name, path in (("tllib", root), ("tllib.modules", os.path.join(root, "modules")),
-                       ("tllib.alignment", os.path.join(root, "alignment")),
-                       ("tllib.utils", os.path.join(root, "utils"))):
+    for name, path in (
+        ("tllib", root),
+        ("tllib.modules", os.path.join(root, "modules")),
+        ("tllib.alignment", os.path.join(root, "alignment")),
+        ("tllib.utils", os.path.join(root, "utils")),
+    ):
         package = types.ModuleType(name)
         package.__path__ = [path]
         sys.modules[name] = package
@@ -148,8 +175,13 @@ def peer(folder: str, checkout: str) -> dict:
             discriminator = lambda h, w1=w1, b1=b1, w2=w2, b2=b2: torch.sigmoid(-(torch.relu(h @ w1 + b1) @ w2 + b2))  # noqa: E731
             randomized = data["randomized"] is not None
             loss = cdan.ConditionalDomainAdversarialLoss(
-                discriminator, entropy_conditioning="+E" in case, randomized=randomized, num_classes=CLASSES,
-                features_dim=FEATURES, randomized_dim=64)
+                discriminator,
+                entropy_conditioning="+E" in case,
+                randomized=randomized,
+                num_classes=CLASSES,
+                features_dim=FEATURES,
+                randomized_dim=64,
+            )
             if randomized:
                 loss.map.Rf, loss.map.Rg = (torch.from_numpy(m) for m in data["randomized"])
             value = loss(t["g"][:N], t["f"][:N], t["g"][N:], t["f"][N:])
@@ -174,8 +206,12 @@ def main() -> int:
         return 0
     with tempfile.TemporaryDirectory() as folder:
         mine = ours(folder)
-        run = subprocess.run([args.peer_python, os.path.abspath(__file__), "--tllib", args.tllib,
-                              "--peer-folder", folder], capture_output=True, text=True, check=False)
+        run = subprocess.run(
+            [args.peer_python, os.path.abspath(__file__), "--tllib", args.tllib, "--peer-folder", folder],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         if run.returncode != 0:
             print(run.stderr[-3000:], file=sys.stderr)
             return 1

@@ -75,8 +75,10 @@ def main(argv=None) -> int:
         nodes = profile(layer, args.size, args.kind, args.runs)
         total = sum(nodes.values())
         big = sorted(((t, label) for label, t in nodes.items() if t >= 0.01 * total), reverse=True)
-        print(f"{name} ({size_label(args.size)} float32, {args.kind} lambda): sum of node medians "
-              f"{total / 1e3:.2f} ms, {len(big)} nodes of 1% or more:")
+        print(
+            f"{name} ({size_label(args.size)} float32, {args.kind} lambda): sum of node medians "
+            f"{total / 1e3:.2f} ms, {len(big)} nodes of 1% or more:"
+        )
         for micros, label in big:
             print(f"  {micros / 1e3:7.2f} ms  {label[:140]}")
     return 0

@@ -72,9 +72,11 @@ def hand_wired(domains, seed: int):
     label = keras.layers.Dense(1, activation="sigmoid")(features)
     domain = keras.layers.Dense(1, activation="sigmoid")(GradReverse(lambda_)(features))
     model = keras.Model(inputs, {"label": label, "domain": domain})
-    model.compile(optimizer=_optimizer(),
-                  loss={"label": keras.losses.BinaryCrossentropy(), "domain": keras.losses.BinaryCrossentropy()},
-                  weighted_metrics={"label": ["accuracy"]})
+    model.compile(
+        optimizer=_optimizer(),
+        loss={"label": keras.losses.BinaryCrossentropy(), "domain": keras.losses.BinaryCrossentropy()},
+        weighted_metrics={"label": ["accuracy"]},
+    )
     k = BATCH_PER_DOMAIN
 
     def batches(points, n, seed):
@@ -86,15 +88,25 @@ def hand_wired(domains, seed: int):
     def join(source_batch, x_target):
         x_source, y_source = source_batch
         targets = {"label": tf.concat([y_source, zeros], 0), "domain": tf.concat([zeros, ones], 0)}
-        return tf.concat([x_source, x_target], 0), targets, {"label": label_weight, "domain": tf.concat([ones, ones], 0)}
+        return (
+            tf.concat([x_source, x_target], 0),
+            targets,
+            {"label": label_weight, "domain": tf.concat([ones, ones], 0)},
+        )
 
     source = batches((domains.x_source, domains.y_source), len(domains.x_source), seed)
     target = batches(domains.x_target, len(domains.x_target), seed + 1)
     dataset = tf.data.Dataset.zip((source, target)).map(join)
 
     def fit(steps: int, timer: StepTimer) -> None:
-        model.fit(dataset, epochs=1, steps_per_epoch=steps, shuffle=False, verbose=0,
-                  callbacks=[DANNLambdaSchedule(lambda_, gamma=GAMMA, lambda_max=LAMBDA_MAX), timer])
+        model.fit(
+            dataset,
+            epochs=1,
+            steps_per_epoch=steps,
+            shuffle=False,
+            verbose=0,
+            callbacks=[DANNLambdaSchedule(lambda_, gamma=GAMMA, lambda_max=LAMBDA_MAX), timer],
+        )
 
     return fit
 
@@ -104,8 +116,17 @@ def with_class(domains, seed: int):
     model.compile(optimizer=_optimizer(), loss="binary_crossentropy", metrics=["accuracy"])
 
     def fit(steps: int, timer: StepTimer) -> None:
-        model.fit(domains.x_source, domains.y_source, target=domains.x_target, batch_size=2 * BATCH_PER_DOMAIN,
-                  epochs=1, steps_per_epoch=steps, seed=seed, verbose=0, callbacks=[timer])
+        model.fit(
+            domains.x_source,
+            domains.y_source,
+            target=domains.x_target,
+            batch_size=2 * BATCH_PER_DOMAIN,
+            epochs=1,
+            steps_per_epoch=steps,
+            seed=seed,
+            verbose=0,
+            callbacks=[timer],
+        )
 
     return fit
 
@@ -130,14 +151,18 @@ def main() -> None:
             runs[name](args.steps, timer)
             times[name].append(timer.per_step())
     ratios = [c / h for c, h in zip(times["class"], times["hand-wired"])]
-    print(f"TensorFlow {tf.__version__}, Keras {keras.__version__}; load {os.getloadavg()[0]:.2f}; "
-          f"{args.rounds} rounds of {args.steps - 1} timed steps per model (after {args.warmup} untimed)")
+    print(
+        f"TensorFlow {tf.__version__}, Keras {keras.__version__}; load {os.getloadavg()[0]:.2f}; "
+        f"{args.rounds} rounds of {args.steps - 1} timed steps per model (after {args.warmup} untimed)"
+    )
     print("| model | ms per step: median | lower quartile | upper quartile |\n|---|---|---|---|")
     for name in runs:
         q1, median, q3 = statistics.quantiles(times[name], n=4) if len(times[name]) > 1 else [times[name][0]] * 3
         print(f"| {name} | {median * 1e3:.3f} | {q1 * 1e3:.3f} | {q3 * 1e3:.3f} |")
-    print(f"\nclass / hand-wired, round by round: median {statistics.median(ratios):.3f}, "
-          f"min {min(ratios):.3f}, max {max(ratios):.3f}")
+    print(
+        f"\nclass / hand-wired, round by round: median {statistics.median(ratios):.3f}, "
+        f"min {min(ratios):.3f}, max {max(ratios):.3f}"
+    )
 
 
 if __name__ == "__main__":

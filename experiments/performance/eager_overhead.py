@@ -60,25 +60,35 @@ def main(argv=None) -> int:
         return tf.identity(t)
 
     print(f"forward pieces ({args.size} float32, {args.calls} calls per sample, {args.rounds} rounds):")
-    report(interleaved({
-        "tf.convert_to_tensor(variable)": lambda: tf.convert_to_tensor(variable),
-        "variable.value()": lambda: variable.value(),
-        "op(x, constant)": lambda: _library.grad_reverse(x, constant),
-        "op(x, variable): read in C": lambda: _library.grad_reverse(x, variable),
-        "grad_reverse(x, 1.5)": lambda: grad_reverse.grad_reverse(x, 1.5),
-        "grad_reverse(x, variable)": lambda: grad_reverse.grad_reverse(x, variable),
-        "tf.identity(x)": lambda: tf.identity(x),
-    }, args.rounds, args.calls))
+    report(
+        interleaved(
+            {
+                "tf.convert_to_tensor(variable)": lambda: tf.convert_to_tensor(variable),
+                "variable.value()": lambda: variable.value(),
+                "op(x, constant)": lambda: _library.grad_reverse(x, constant),
+                "op(x, variable): read in C": lambda: _library.grad_reverse(x, variable),
+                "grad_reverse(x, 1.5)": lambda: grad_reverse.grad_reverse(x, 1.5),
+                "grad_reverse(x, variable)": lambda: grad_reverse.grad_reverse(x, variable),
+                "tf.identity(x)": lambda: tf.identity(x),
+            },
+            args.rounds,
+            args.calls,
+        )
+    )
 
     print("forward + backward:")
-    times = interleaved({
-        "native, Variable": lambda: fwd_bwd(grad_reverse.grad_reverse, x, dy, variable),
-        "reference, Variable": lambda: fwd_bwd(reference.grad_reverse, x, dy, variable),
-        "identity + read": lambda: fwd_bwd(identity_and_read, x, dy, variable),
-        "native, float": lambda: fwd_bwd(grad_reverse.grad_reverse, x, dy, 1.5),
-        "reference, float": lambda: fwd_bwd(reference.grad_reverse, x, dy, 1.5),
-        "identity": lambda: fwd_bwd(lambda t, _: tf.identity(t), x, dy, None),
-    }, args.rounds, max(1, args.calls // 4))
+    times = interleaved(
+        {
+            "native, Variable": lambda: fwd_bwd(grad_reverse.grad_reverse, x, dy, variable),
+            "reference, Variable": lambda: fwd_bwd(reference.grad_reverse, x, dy, variable),
+            "identity + read": lambda: fwd_bwd(identity_and_read, x, dy, variable),
+            "native, float": lambda: fwd_bwd(grad_reverse.grad_reverse, x, dy, 1.5),
+            "reference, float": lambda: fwd_bwd(reference.grad_reverse, x, dy, 1.5),
+            "identity": lambda: fwd_bwd(lambda t, _: tf.identity(t), x, dy, None),
+        },
+        args.rounds,
+        max(1, args.calls // 4),
+    )
     report(times)
     print("ratios, round by round (median):")
     for numerator, denominator in RATIOS:

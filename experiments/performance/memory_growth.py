@@ -72,8 +72,10 @@ def main(argv=None) -> int:
     tf.debugging.assert_equal(step(x, dy, check), reference.reverse_gradient(dy, tf.constant(check)))
     gc.collect()
     start_mb = rss_mb()
-    print(f"grad_reverse {grad_reverse.__version__}, TensorFlow {tf.__version__}: eager forward+backward, "
-          f"{args.size} x {args.dtype}, {args.lambdas} distinct lambdas")
+    print(
+        f"grad_reverse {grad_reverse.__version__}, TensorFlow {tf.__version__}: eager forward+backward, "
+        f"{args.size} x {args.dtype}, {args.lambdas} distinct lambdas"
+    )
     print(f"after {args.warmup} warm-up calls: RSS {start_mb:.1f} MB")
 
     every = max(1, args.calls // max(1, args.samples))
@@ -86,9 +88,11 @@ def main(argv=None) -> int:
             print(f"  {i + 1:>8d} calls: RSS {now_mb:8.1f} MB ({now_mb - start_mb:+.1f} MB)")
     seconds = time.perf_counter() - measured
     growth = rss_mb() - start_mb
-    print(f"RSS growth after {args.calls} calls: {growth:+.1f} MB (target < {args.max_growth_mb:g} MB); "
-          f"{seconds:.1f} s measured ({seconds / max(args.calls, 1) * 1e6:.0f} us per call), "
-          f"{time.perf_counter() - began:.1f} s in all")
+    print(
+        f"RSS growth after {args.calls} calls: {growth:+.1f} MB (target < {args.max_growth_mb:g} MB); "
+        f"{seconds:.1f} s measured ({seconds / max(args.calls, 1) * 1e6:.0f} us per call), "
+        f"{time.perf_counter() - began:.1f} s in all"
+    )
     return 0 if growth < args.max_growth_mb else 1
 
 

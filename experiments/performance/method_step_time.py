@@ -59,17 +59,24 @@ def build(method: str, parts: tuple) -> Any:
         return DANN(features, label, domain)
     if method == "MDD":
         return MDD(features, label)
-    return CDAN(features, label, domain, randomized=method == "CDAN randomized",
-                entropy_conditioning=method == "CDAN+E")
+    return CDAN(
+        features, label, domain, randomized=method == "CDAN randomized", entropy_conditioning=method == "CDAN+E"
+    )
 
 
 def digits_like_parts() -> tuple:
-    features = keras.Sequential([keras.Input((784,)), keras.layers.Dense(512, activation="relu"),
-                                 keras.layers.Dense(256, activation="relu")])
+    features = keras.Sequential(
+        [keras.Input((784,)), keras.layers.Dense(512, activation="relu"), keras.layers.Dense(256, activation="relu")]
+    )
     label = keras.Sequential([keras.Input((256,)), keras.layers.Dense(10, activation="softmax")])
     # Unbuilt: CDAN builds it on its map's size.
-    domain = keras.Sequential([keras.layers.Dense(256, activation="relu"), keras.layers.Dense(256, activation="relu"),
-                               keras.layers.Dense(1, activation="sigmoid")])
+    domain = keras.Sequential(
+        [
+            keras.layers.Dense(256, activation="relu"),
+            keras.layers.Dense(256, activation="relu"),
+            keras.layers.Dense(1, activation="sigmoid"),
+        ]
+    )
     return features, label, domain
 
 
@@ -96,14 +103,29 @@ def moons_case(method: str, seed: int) -> Callable:
     keras.utils.set_random_seed(seed)
     model = build(method, moons_parts())
     model.compile(_optimizer(), "binary_crossentropy")
-    return fitter(model, domains.x_source, domains.y_source.reshape(-1, 1).astype("float32"), domains.x_target,
-                  batch_size=2 * BATCH_PER_DOMAIN, seed=seed)
+    return fitter(
+        model,
+        domains.x_source,
+        domains.y_source.reshape(-1, 1).astype("float32"),
+        domains.x_target,
+        batch_size=2 * BATCH_PER_DOMAIN,
+        seed=seed,
+    )
 
 
 def fitter(model: Any, x_source, y_source, x_target, batch_size: int, seed: int) -> Callable:
     def fit(steps: int, timer: StepTimer) -> None:
-        model.fit(x_source, y_source, target=x_target, batch_size=batch_size, epochs=1, steps_per_epoch=steps,
-                  seed=seed, verbose=0, callbacks=[timer])
+        model.fit(
+            x_source,
+            y_source,
+            target=x_target,
+            batch_size=batch_size,
+            epochs=1,
+            steps_per_epoch=steps,
+            seed=seed,
+            verbose=0,
+            callbacks=[timer],
+        )
 
     return fit
 
@@ -129,8 +151,11 @@ def rows(case: str, times: dict) -> list:
         values = times[method]
         q1, median, q3 = statistics.quantiles(values, n=4) if len(values) > 1 else [values[0]] * 3
         ratios = [t / d for t, d in zip(values, times["DANN"])]
-        ratio = "1 (reference)" if method == "DANN" else (
-            f"{statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})")
+        ratio = (
+            "1 (reference)"
+            if method == "DANN"
+            else (f"{statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})")
+        )
         lines.append(f"| {case} | {method} | {median * 1e3:.2f} | {q1 * 1e3:.2f} | {q3 * 1e3:.2f} | {ratio} |")
     return lines
 
@@ -147,15 +172,21 @@ def main() -> None:
     # Each fit's first step retraces (a new dataset per fit) and TensorFlow warns; the timer skips that step.
     tf.get_logger().setLevel("ERROR")
     load_before = os.getloadavg()[0]
-    results = {"digits-like (256+256, 784-512-256, 10 classes)": measure(digits_like_case, args.rounds, args.steps,
-                                                                         args.warmup),
-               "moons (150+150, 15 features, binary)": measure(moons_case, args.rounds, args.moons_steps,
-                                                               args.warmup)}
-    print(f"TensorFlow {tf.__version__}, Keras {keras.__version__}; load {load_before:.2f} before, "
-          f"{os.getloadavg()[0]:.2f} after; {args.rounds} rounds of {args.steps - 1} (digits-like) and "
-          f"{args.moons_steps - 1} (moons) timed steps per model, after {args.warmup} untimed")
-    print("| case | method | ms per step: median | lower quartile | upper quartile | "
-          "/ DANN, round by round: median (min-max) |\n|---|---|---|---|---|---|")
+    results = {
+        "digits-like (256+256, 784-512-256, 10 classes)": measure(
+            digits_like_case, args.rounds, args.steps, args.warmup
+        ),
+        "moons (150+150, 15 features, binary)": measure(moons_case, args.rounds, args.moons_steps, args.warmup),
+    }
+    print(
+        f"TensorFlow {tf.__version__}, Keras {keras.__version__}; load {load_before:.2f} before, "
+        f"{os.getloadavg()[0]:.2f} after; {args.rounds} rounds of {args.steps - 1} (digits-like) and "
+        f"{args.moons_steps - 1} (moons) timed steps per model, after {args.warmup} untimed"
+    )
+    print(
+        "| case | method | ms per step: median | lower quartile | upper quartile | "
+        "/ DANN, round by round: median (min-max) |\n|---|---|---|---|---|---|"
+    )
     for case, times in results.items():
         print("\n".join(rows(case, times)))
 

@@ -34,8 +34,14 @@ import time
 
 CASES = ("eager 1K", "backward 256K", "backward 4M", "backward 16M", "backward 64M", "DANN step")
 # What a worker times per sample: calls (or steps) back to back.
-PER_SAMPLE = {"eager 1K": 2000, "backward 256K": 1000, "backward 4M": 60, "backward 16M": 20, "backward 64M": 6,
-              "DANN step": 200}
+PER_SAMPLE = {
+    "eager 1K": 2000,
+    "backward 256K": 1000,
+    "backward 4M": 60,
+    "backward 16M": 20,
+    "backward 64M": 6,
+    "DANN step": 200,
+}
 SIZES = {"backward 256K": 1 << 18, "backward 4M": 4 << 20, "backward 16M": 16 << 20, "backward 64M": 64 << 20}
 
 
@@ -66,8 +72,16 @@ def worker() -> None:
     model.compile(optimizer=_optimizer(), loss="binary_crossentropy")
 
     def dann_steps(steps):
-        model.fit(domains.x_source, domains.y_source, target=domains.x_target, batch_size=2 * BATCH_PER_DOMAIN,
-                  epochs=1, steps_per_epoch=steps, seed=0, verbose=0)
+        model.fit(
+            domains.x_source,
+            domains.y_source,
+            target=domains.x_target,
+            batch_size=2 * BATCH_PER_DOMAIN,
+            epochs=1,
+            steps_per_epoch=steps,
+            seed=0,
+            verbose=0,
+        )
 
     def timed(call, count):
         start = time.perf_counter()
@@ -102,8 +116,9 @@ def main() -> None:
     workers = {}
     for kind in ("release", "stable"):
         env = dict(os.environ, GRAD_REVERSE_LIBRARY=kind, TF_CPP_MIN_LOG_LEVEL="2")
-        workers[kind] = subprocess.Popen([sys.executable, __file__, "--worker"], env=env, text=True,
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        workers[kind] = subprocess.Popen(
+            [sys.executable, __file__, "--worker"], env=env, text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        )
     versions = {}
     for kind, process in workers.items():
         ready = json.loads(process.stdout.readline())
@@ -121,8 +136,10 @@ def main() -> None:
     for process in workers.values():
         process.stdin.close()
         process.wait()
-    print(f"TensorFlow {versions['release']}; {args.rounds} rounds; load {os.getloadavg()[0]:.2f} at the end; "
-          f"{os.cpu_count()} CPUs")
+    print(
+        f"TensorFlow {versions['release']}; {args.rounds} rounds; load {os.getloadavg()[0]:.2f} at the end; "
+        f"{os.cpu_count()} CPUs"
+    )
     print("| case | C++ library | stable library | stable / C++ (round by round: median, min, max) |")
     print("|---|---:|---:|---|")
     for case in CASES:
@@ -137,8 +154,7 @@ def main() -> None:
             cells = f"{statistics.median(cpp) * 1e6:.1f} µs | {statistics.median(stable) * 1e6:.1f} µs"
             ratios = [s / c for c, s in zip(cpp, stable)]
             what = "time"
-        print(f"| {case} | {cells} | {what} {statistics.median(ratios):.3f} "
-              f"({min(ratios):.3f} to {max(ratios):.3f}) |")
+        print(f"| {case} | {cells} | {what} {statistics.median(ratios):.3f} ({min(ratios):.3f} to {max(ratios):.3f}) |")
 
 
 if __name__ == "__main__":

@@ -53,8 +53,9 @@ def _load() -> None:
 
 
 # Public names asked for before `_load()` ran (while the command line starts) load the package.
-__getattr__ = _startup.package_getattr(__name__, _load, frozenset(__all__) - {"__version__"},
-                                       submodules=frozenset({"reference", "serving"}))
+__getattr__ = _startup.package_getattr(
+    __name__, _load, frozenset(__all__) - {"__version__"}, submodules=frozenset({"reference", "serving"})
+)
 
 if not _startup.starting_command_line():
     _load()

@@ -53,14 +53,22 @@ class Command(NamedTuple):
 COMMANDS = (
     Command("info", "versions, library path, compiled-in kernels", "grad_reverse.info"),
     Command("example", "a short forward/backward example", "grad_reverse.example"),
-    Command("demo",
-            "DANN on the inter-twinning moons, or methods compared: accuracies, plots, SavedModel export + serving check",
-            "grad_reverse.demo.cli"),
+    Command(
+        "demo",
+        "DANN on the inter-twinning moons, or methods compared: accuracies, plots, SavedModel export + serving check",
+        "grad_reverse.demo.cli",
+    ),
     Command("bench", "time the native op against tf.custom_gradient and tf.identity", "grad_reverse.bench"),
-    Command("check-serving", "list the op types of a SavedModel's serving signatures; fail on non-stock ones",
-            "grad_reverse.serving"),
-    Command("make-servable", "copy a SavedModel with GradReverse replaced by Identity, so stock TF Serving can serve it",
-            "grad_reverse.serving"),
+    Command(
+        "check-serving",
+        "list the op types of a SavedModel's serving signatures; fail on non-stock ones",
+        "grad_reverse.serving",
+    ),
+    Command(
+        "make-servable",
+        "copy a SavedModel with GradReverse replaced by Identity, so stock TF Serving can serve it",
+        "grad_reverse.serving",
+    ),
 )
 _BY_NAME = {command.name: command for command in COMMANDS}
 
@@ -88,10 +96,18 @@ def _parser(prog: str = PROG) -> tuple[argparse.ArgumentParser, "argparse._SubPa
         description=DESCRIPTION,
         epilog=f"'{prog} COMMAND --help' shows a command's options.",
     )
-    parser.add_argument("--version", action="version", version=f"grad-reverse {_version()}",
-                        help="print grad-reverse's version and exit")
-    parser.add_argument("-v", "--verbose", action="store_true",
-                        help="show everything TensorFlow logs (by default its INFO and WARNING lines are hidden)")
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"grad-reverse {_version()}",
+        help="print grad-reverse's version and exit",
+    )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="show everything TensorFlow logs (by default its INFO and WARNING lines are hidden)",
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
     return parser, commands
 
@@ -122,8 +138,9 @@ def command_parser(command: Command, prog: str = PROG) -> argparse.ArgumentParse
         )
     subparser = commands.choices[command.name]
     try:  # `--verbose` after the command too; SUPPRESS keeps a top-level -v.
-        subparser.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS,
-                               help="show everything TensorFlow logs")
+        subparser.add_argument(
+            "--verbose", action="store_true", default=argparse.SUPPRESS, help="show everything TensorFlow logs"
+        )
     except argparse.ArgumentError:  # the command has its own --verbose
         pass
     return parser

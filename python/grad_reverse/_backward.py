@@ -65,8 +65,7 @@ def parse_mode(value: Optional[str]) -> str:
     mode = (value or AUTO).strip().lower()
     if mode not in MODES:
         raise ValueError(
-            f"{ENV_VAR}={value!r} is not a valid value; accepted values: "
-            f"{AUTO} (the default), {NATIVE}, {STOCK}."
+            f"{ENV_VAR}={value!r} is not a valid value; accepted values: {AUTO} (the default), {NATIVE}, {STOCK}."
         )
     return mode
 
@@ -117,28 +116,41 @@ def decide(
         consequence = (
             "GradReverseGrad on a GPU would fail at its first launch"
             if build_info.get("cuda")
-            else "GradReverseGrad runs on the CPU, copying each gradient from the GPU and back, "
-            "unless XLA compiles it"
+            else "GradReverseGrad runs on the CPU, copying each gradient from the GPU and back, unless XLA compiles it"
         )
-        return Backward(mode, NATIVE, f"{reason}, although {problem}", (
-            f"grad_reverse: {devices} and {ENV_VAR}={NATIVE} forces the native backward, but "
-            f"{problem}: {consequence}. Unset {ENV_VAR} (auto uses stock TensorFlow ops on the GPU "
-            f"then, with the same results), or: {fix}"
-        ))
+        return Backward(
+            mode,
+            NATIVE,
+            f"{reason}, although {problem}",
+            (
+                f"grad_reverse: {devices} and {ENV_VAR}={NATIVE} forces the native backward, but "
+                f"{problem}: {consequence}. Unset {ENV_VAR} (auto uses stock TensorFlow ops on the GPU "
+                f"then, with the same results), or: {fix}"
+            ),
+        )
     if problem is None:
-        return Backward(mode, NATIVE, f"native CUDA kernel on the GPU; {_cuda_versions(build_info, driver_cuda_version)}")
-    return Backward(mode, STOCK, problem, (
-        f"grad_reverse: {devices}, but {problem}. GradReverse's gradient therefore uses "
-        f"{_STOCK_DESCRIPTION}, which run on the GPU and are meant to round as the kernel does "
-        f"(bit for bit on the CPU but for one case; unverified on a GPU: see docs/gpu.md). "
-        f"For the native kernel: {fix} {_SILENCE}"
-    ))
+        return Backward(
+            mode, NATIVE, f"native CUDA kernel on the GPU; {_cuda_versions(build_info, driver_cuda_version)}"
+        )
+    return Backward(
+        mode,
+        STOCK,
+        problem,
+        (
+            f"grad_reverse: {devices}, but {problem}. GradReverse's gradient therefore uses "
+            f"{_STOCK_DESCRIPTION}, which run on the GPU and are meant to round as the kernel does "
+            f"(bit for bit on the CPU but for one case; unverified on a GPU: see docs/gpu.md). "
+            f"For the native kernel: {fix} {_SILENCE}"
+        ),
+    )
 
 
 def _gpu_kernel_problem(build_info: Mapping[str, Any], driver: Optional[int]) -> tuple[Optional[str], str]:
     """(why the library's CUDA kernel cannot run here, or None; how to fix it)."""
     tf_cuda = build_info.get("tensorflow_cuda_version") or ""
-    toolkit_hint = f"a CUDA {tf_cuda} toolkit (the CUDA this TensorFlow was built with)" if tf_cuda else "a CUDA toolkit"
+    toolkit_hint = (
+        f"a CUDA {tf_cuda} toolkit (the CUDA this TensorFlow was built with)" if tf_cuda else "a CUDA toolkit"
+    )
     rebuild = (
         f"install {toolkit_hint} with nvcc on PATH and rebuild: "
         "`pip install --force-reinstall --no-deps .` from the grad-reverse source tree."
@@ -148,17 +160,25 @@ def _gpu_kernel_problem(build_info: Mapping[str, Any], driver: Optional[int]) ->
         if build_info.get("abi") == "stable":
             return f"the grad_reverse library has no CUDA kernels ({why})", (
                 "run a TensorFlow release this installation holds a C++ library for "
-                "(`python -m grad_reverse info` lists them).")
+                "(`python -m grad_reverse info` lists them)."
+            )
         return f"the grad_reverse library has no CUDA kernels ({why})", rebuild
     library = build_info.get("cuda_toolkit_version") or ""
     library_major = _gpu_support.major_version(library)
     if driver is None or driver < 0 or library_major is None:
-        what = "the driver's CUDA version" if library_major is not None else "the CUDA version the library was built with"
-        return (f"grad_reverse could not determine {what}, so its CUDA kernels may not run here",
-                f"check the NVIDIA driver installation, or {rebuild}")
+        what = (
+            "the driver's CUDA version" if library_major is not None else "the CUDA version the library was built with"
+        )
+        return (
+            f"grad_reverse could not determine {what}, so its CUDA kernels may not run here",
+            f"check the NVIDIA driver installation, or {rebuild}",
+        )
     if driver == 0 or driver // 1000 < library_major:
-        found = "no NVIDIA driver was found" if driver == 0 else (
-            f"the NVIDIA driver supports CUDA {_gpu_support.format_cuda_version(driver)}")
+        found = (
+            "no NVIDIA driver was found"
+            if driver == 0
+            else (f"the NVIDIA driver supports CUDA {_gpu_support.format_cuda_version(driver)}")
+        )
         return (
             f"the library's CUDA kernels were built with CUDA {library} and need a driver for "
             f"CUDA {library_major}, and {found} (driver CUDA {_gpu_support.format_cuda_version(driver)} "
@@ -169,39 +189,50 @@ def _gpu_kernel_problem(build_info: Mapping[str, Any], driver: Optional[int]) ->
 
 
 def _architecture_problem(
-    build_info: Mapping[str, Any], gpus: Sequence[str], capabilities: Mapping[str, Optional[Capability]],
+    build_info: Mapping[str, Any],
+    gpus: Sequence[str],
+    capabilities: Mapping[str, Optional[Capability]],
 ) -> tuple[Optional[str], str]:
     """(why some visible GPU has no code in the library's fatbin, or None; the fix)."""
     recorded = build_info.get("cuda_architectures")
-    rebuild = ("rebuild for it: `pip install --force-reinstall --no-deps . "
-               "-C \"cmake.define.CMAKE_CUDA_ARCHITECTURES=...\"` from the grad-reverse source tree "
-               "(with a CUDA toolkit that supports that architecture)")
+    rebuild = (
+        "rebuild for it: `pip install --force-reinstall --no-deps . "
+        '-C "cmake.define.CMAKE_CUDA_ARCHITECTURES=..."` from the grad-reverse source tree '
+        "(with a CUDA toolkit that supports that architecture)"
+    )
     if not isinstance(recorded, str) or not recorded.strip():
-        return ("the library's build record does not list the CUDA architectures it was built for "
-                "(an older build), so its CUDA kernels may not run on this GPU",
-                "rebuild: `pip install --force-reinstall --no-deps .` from the grad-reverse source tree.")
+        return (
+            "the library's build record does not list the CUDA architectures it was built for "
+            "(an older build), so its CUDA kernels may not run on this GPU",
+            "rebuild: `pip install --force-reinstall --no-deps .` from the grad-reverse source tree.",
+        )
     architectures = [entry for entry in recorded.split(";") if entry.strip()]
     for gpu in gpus:
         capability = capabilities.get(gpu)
         if capability is None:
-            return (f"grad_reverse could not read the compute capability of {gpu}, so its CUDA kernels "
-                    f"(built for {recorded}) may not run there",
-                    "check the NVIDIA driver installation, or set GRAD_REVERSE_BACKWARD=native to try them.")
+            return (
+                f"grad_reverse could not read the compute capability of {gpu}, so its CUDA kernels "
+                f"(built for {recorded}) may not run there",
+                "check the NVIDIA driver installation, or set GRAD_REVERSE_BACKWARD=native to try them.",
+            )
         try:
             runnable = _gpu_support.runs_on(architectures, capability)
         except ValueError as error:
             return f"grad_reverse cannot read the CUDA architectures it was built for ({error})", rebuild + "."
         if not runnable:
             found = f"{capability[0]}.{capability[1]}"
-            return (f"{gpu} has compute capability {found}, which the library's CUDA kernels "
-                    f"(built for CUDA architectures {recorded}) do not cover",
-                    f"{rebuild.replace('=...', f'={capability[0]}{capability[1]}-real;{recorded}')}.")
+            return (
+                f"{gpu} has compute capability {found}, which the library's CUDA kernels "
+                f"(built for CUDA architectures {recorded}) do not cover",
+                f"{rebuild.replace('=...', f'={capability[0]}{capability[1]}-real;{recorded}')}.",
+            )
     return None, ""
 
 
 def _cuda_versions(build_info: Mapping[str, Any], driver: Optional[int]) -> str:
-    return (f"driver CUDA {_gpu_support.format_cuda_version(driver)}, "
-            f"library CUDA {build_info.get('cuda_toolkit_version')}")
+    return (
+        f"driver CUDA {_gpu_support.format_cuda_version(driver)}, library CUDA {build_info.get('cuda_toolkit_version')}"
+    )
 
 
 def choose_backward(

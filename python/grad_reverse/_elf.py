@@ -30,8 +30,8 @@ def elf_problem(path: Path) -> Optional[str]:
                 file.seek(program_offset)
                 table = file.read(entry_size * entries)
                 for start in range(0, len(table) - entry_size + 1, entry_size):
-                    offset, = struct.unpack_from(order + "Q", table, start + 8)
-                    file_size, = struct.unpack_from(order + "Q", table, start + 32)
+                    (offset,) = struct.unpack_from(order + "Q", table, start + 8)
+                    (file_size,) = struct.unpack_from(order + "Q", table, start + 32)
                     ends.append(offset + file_size)
     except (OSError, struct.error) as error:
         return f"it cannot be read ({error})"

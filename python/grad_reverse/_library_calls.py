@@ -92,5 +92,7 @@ def set_cpu_path(name: str, library: Optional[Path] = None) -> None:
       ValueError: the build or this CPU has no such path; nothing changed.
     """
     if _loaded_library(library).GradReverseSetCpuPath(str(name).encode()) != 0:
-        raise ValueError(f"CPU path {name!r} is not one this build and this CPU support; "
-                         f"accepted: auto, or a path `python -m grad_reverse info` lists as available")
+        raise ValueError(
+            f"CPU path {name!r} is not one this build and this CPU support; "
+            f"accepted: auto, or a path `python -m grad_reverse info` lists as available"
+        )

@@ -50,7 +50,7 @@ def _release(version: str) -> Optional[tuple[int, int]]:
 
 
 def series(version: str) -> str:
-    """"2.21" for "2.21.0", "2.21.0rc1" or "2.21"; the version itself if it has no minor."""
+    """ "2.21" for "2.21.0", "2.21.0rc1" or "2.21"; the version itself if it has no minor."""
     release = _release(version)
     return "%d.%d" % release if release else str(version)
 
@@ -75,13 +75,13 @@ def library_dir(libraries_dir: Path = LIBRARIES_DIR, running: Optional[str] = No
         return folder
     held = releases_held(libraries_dir)
     if not held:
-        raise ImportError(
-            f"grad_reverse: no native op library was found in {libraries_dir}. {BUILD_HINT}"
-        )
+        raise ImportError(f"grad_reverse: no native op library was found in {libraries_dir}. {BUILD_HINT}")
     wanted, release = series(running), _release(running)
     if release is not None and SUPPORTED[0] <= release <= SUPPORTED[1]:
-        other_way = (", or build grad-reverse from source against this TensorFlow "
-                     "(`pip install --no-deps --force-reinstall .` in the grad-reverse source tree)")
+        other_way = (
+            ", or build grad-reverse from source against this TensorFlow "
+            "(`pip install --no-deps --force-reinstall .` in the grad-reverse source tree)"
+        )
     else:
         other_way = f"; TensorFlow {wanted} is outside the supported range"
     choices = " or ".join(held) if len(held) < 3 else f"{held[0]} to {held[-1]}"
@@ -90,7 +90,7 @@ def library_dir(libraries_dir: Path = LIBRARIES_DIR, running: Optional[str] = No
         f"grad-reverse holds op libraries for TensorFlow {', '.join(held)} only (in "
         f"{libraries_dir}); grad-reverse supports TensorFlow {OLDEST} to {NEWEST}, and a custom "
         f"op must be compiled for the TensorFlow minor release it is loaded into. Install "
-        f"TensorFlow {choices} (for example `pip install \"tensorflow-cpu=={held[-1]}.*\"`)"
+        f'TensorFlow {choices} (for example `pip install "tensorflow-cpu=={held[-1]}.*"`)'
         f"{other_way}."
     )
 
@@ -130,8 +130,9 @@ def parse_library_mode(value: Optional[str]) -> str:
     return mode
 
 
-def choose_library(libraries_dir: Path = LIBRARIES_DIR, running: Optional[str] = None,
-                   mode: Optional[str] = None) -> Choice:
+def choose_library(
+    libraries_dir: Path = LIBRARIES_DIR, running: Optional[str] = None, mode: Optional[str] = None
+) -> Choice:
     """Which library this process loads, or ImportError saying why none can be.
 
     `running` is the TensorFlow version (None: this process's); `mode` is
@@ -146,7 +147,7 @@ def choose_library(libraries_dir: Path = LIBRARIES_DIR, running: Optional[str] =
             f"grad_reverse: this process runs TensorFlow {running}; grad-reverse supports TensorFlow "
             f"{OLDEST} and newer (tested: {OLDEST} to "
             f"{NEWEST}). Install a newer TensorFlow (for example "
-            f"`pip install \"tensorflow-cpu=={NEWEST}.*\"`)."
+            f'`pip install "tensorflow-cpu=={NEWEST}.*"`).'
         )
     if mode == STABLE:
         if not stable_held:
@@ -159,14 +160,19 @@ def choose_library(libraries_dir: Path = LIBRARIES_DIR, running: Optional[str] =
     own = libraries_dir / f"tf{series(running)}"
     if mode == RELEASE or own.is_dir() or not stable_held:
         directory = library_dir(libraries_dir, running)
-        why = f"chosen by {LIBRARY_VARIABLE}={RELEASE}" if mode == RELEASE else (
-            f"the C++ library built for TensorFlow {series(running)}, the running release")
+        why = (
+            f"chosen by {LIBRARY_VARIABLE}={RELEASE}"
+            if mode == RELEASE
+            else (f"the C++ library built for TensorFlow {series(running)}, the running release")
+        )
         return Choice(directory, RELEASE, why)
     held = releases_held(libraries_dir)
     held_text = f"it holds C++ libraries for TensorFlow {', '.join(held)}" if held else "it holds no C++ library"
     if release is not None and release > SUPPORTED[1]:
-        reason = (f"TensorFlow {running} is newer than the releases this grad-reverse was built and "
-                  f"tested for ({OLDEST} to {NEWEST})")
+        reason = (
+            f"TensorFlow {running} is newer than the releases this grad-reverse was built and "
+            f"tested for ({OLDEST} to {NEWEST})"
+        )
     else:
         reason = f"this installation has no C++ library for TensorFlow {series(running)} ({held_text})"
     warning = (

@@ -28,7 +28,7 @@ except ModuleNotFoundError as error:
         raise
     raise ImportError(
         "grad_reverse needs TensorFlow 2.15 to 2.21, and none is installed here: "
-        "`pip install tensorflow` (with GPU support on Linux: `pip install \"tensorflow[and-cuda]\"`) "
+        '`pip install tensorflow` (with GPU support on Linux: `pip install "tensorflow[and-cuda]"`) '
         "or `pip install tensorflow-cpu`, then import grad_reverse again."
     ) from None
 
@@ -59,9 +59,7 @@ def read_build_info(directory: Path) -> dict[str, Any]:
             raise ValueError("not a JSON object")
         return info
     except (OSError, ValueError) as error:
-        raise ImportError(
-            f"grad_reverse: cannot read the build record {path} ({error}). {BUILD_HINT}"
-        ) from None
+        raise ImportError(f"grad_reverse: cannot read the build record {path} ({error}). {BUILD_HINT}") from None
 
 
 def load_library(directory: Optional[Path] = None) -> tuple[ModuleType, dict[str, Any]]:
@@ -78,9 +76,7 @@ def load_library(directory: Optional[Path] = None) -> tuple[ModuleType, dict[str
             warn_at_user(choice.warning)  # at the user's import, not at ops.py
     library = directory / LIBRARY_NAME
     if not library.is_file():
-        raise ImportError(
-            f"grad_reverse: the native op library was not found at {library}. {BUILD_HINT}"
-        )
+        raise ImportError(f"grad_reverse: the native op library was not found at {library}. {BUILD_HINT}")
     info = read_build_info(directory)
     built, running = info.get("tensorflow_version"), tf.__version__
     stable = info.get("abi") == STABLE

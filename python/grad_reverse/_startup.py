@@ -46,7 +46,9 @@ _ABSL_PREAMBLE = "WARNING: All log messages before absl::InitializeLog() is call
 _NO_CUDA_DRIVER = "failed call to cuInit"
 # Native lines that start something of their own, never a record's
 # continuation: Python's -X importtime, fatal errors, C++ aborts.
-_NATIVE_LINE_OF_ITS_OWN = re.compile(r"^(?:import time:|Fatal Python error|terminate called|Segmentation fault|\*\*\* )")
+_NATIVE_LINE_OF_ITS_OWN = re.compile(
+    r"^(?:import time:|Fatal Python error|terminate called|Segmentation fault|\*\*\* )"
+)
 
 
 def starting_command_line(argv: Optional[Sequence[str]] = None, orig_argv: Optional[Sequence[str]] = None) -> bool:
@@ -82,8 +84,9 @@ def loading_package() -> Iterator[None]:
         _loading = False
 
 
-def package_getattr(package: str, load: Callable[[], None], loaded_names: frozenset,
-                    submodules: frozenset) -> Callable[[str], Any]:
+def package_getattr(
+    package: str, load: Callable[[], None], loaded_names: frozenset, submodules: frozenset
+) -> Callable[[str], Any]:
     """The package's module `__getattr__` (PEP 562), reached only for names
     not bound yet: a submodule is imported; a public name bound by `load`
     runs it first (unless it is running)."""

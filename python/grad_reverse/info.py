@@ -26,15 +26,21 @@ def collect() -> dict[str, Any]:
         "grad_reverse": grad_reverse.__version__,
         "tensorflow_built_against": (
             f"any from {oldest} on (TensorFlow's C API; headers of {build.get('tensorflow_version')})"
-            if stable else build.get("tensorflow_version")),
+            if stable
+            else build.get("tensorflow_version")
+        ),
         "tensorflow_running": tf.__version__,
         "library": str(_library_choice.library_path()),
-        "library_kind": ("stable-ABI (TensorFlow's C API, one build for every release)" if stable else
-                         f"C++ (TensorFlow {_library_choice.series(str(build.get('tensorflow_version')))}'s ABI)"),
+        "library_kind": (
+            "stable-ABI (TensorFlow's C API, one build for every release)"
+            if stable
+            else f"C++ (TensorFlow {_library_choice.series(str(build.get('tensorflow_version')))}'s ABI)"
+        ),
         "library_chosen_because": choice.reason,
         # A source build holds one; the portable wheel one per supported release.
         "libraries_for_tensorflow": ", ".join(
-            _library_choice.releases_held() + (["any (stable-ABI)"] if _library_choice.has_stable() else [])),
+            _library_choice.releases_held() + (["any (stable-ABI)"] if _library_choice.has_stable() else [])
+        ),
         "cuda_kernels_compiled": _compiled(build, "cuda"),
         # Which GPUs the CUDA kernels can run on (auto uses stock ops elsewhere).
         "cuda_architectures": build.get("cuda_architectures") or "none",

@@ -24,9 +24,7 @@ def use_backward() -> _backward.Backward:
     further test. Run at import, and by `options.set_backward`."""
     global BACKWARD, _reverse_dense
     BACKWARD = _backward.choose_backward(BUILD_INFO, cuda_driver_version)
-    _reverse_dense = (
-        _library.grad_reverse_grad if BACKWARD.kernel == _backward.NATIVE else _backward.stock_reverse
-    )
+    _reverse_dense = _library.grad_reverse_grad if BACKWARD.kernel == _backward.NATIVE else _backward.stock_reverse
     return BACKWARD
 
 
@@ -118,21 +116,15 @@ def lambda_tensor(lambda_: LambdaLike) -> tf.Tensor:
             f"lambda_ must be {LAMBDA_ACCEPTED}, got {type(lambda_).__name__} {lambda_!r} ({error})"
         ) from None
     if not (tensor.dtype.is_floating or tensor.dtype.is_integer) or tensor.dtype.is_bool:
-        raise TypeError(
-            f"lambda_ must be a real number or a float scalar tensor, got dtype {tensor.dtype.name}"
-        )
+        raise TypeError(f"lambda_ must be a real number or a float scalar tensor, got dtype {tensor.dtype.name}")
     if tensor.shape.rank is not None and tensor.shape.rank != 0:
-        raise _invalid_argument(
-            f"lambda_ must be a scalar (shape []), got shape {tensor.shape.as_list()}"
-        )
+        raise _invalid_argument(f"lambda_ must be a scalar (shape []), got shape {tensor.shape.as_list()}")
     return tf.cast(tensor, tf.float32)
 
 
 def check_dtype(x: tf.Tensor) -> None:
     if x.dtype not in _SUPPORTED_SET:
-        raise TypeError(
-            f"grad_reverse supports {_SUPPORTED_NAMES}; got a tensor of dtype {x.dtype.name}"
-        )
+        raise TypeError(f"grad_reverse supports {_SUPPORTED_NAMES}; got a tensor of dtype {x.dtype.name}")
 
 
 def grad_reverse(x, lambda_: LambdaLike = 1.0, name: Optional[str] = None) -> tf.Tensor:

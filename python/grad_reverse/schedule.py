@@ -64,7 +64,8 @@ def _check_variable(variable: Any) -> Any:
         raise TypeError(
             f"DANNLambdaSchedule: variable must be a scalar float tf.Variable or keras.Variable (the one "
             f"passed to GradReverse(lambda_=variable)), got {type(variable).__name__} {variable!r}; e.g. "
-            "lambda_ = tf.Variable(0.0); GradReverse(lambda_=lambda_); DANNLambdaSchedule(lambda_)")
+            "lambda_ = tf.Variable(0.0); GradReverse(lambda_=lambda_); DANNLambdaSchedule(lambda_)"
+        )
     if shape is not None and tf.TensorShape(shape).rank not in (0, None):
         raise ValueError(f"DANNLambdaSchedule: variable must be a scalar (one lambda), got shape {shape}")
     return variable
@@ -104,8 +105,14 @@ def warm_start_lambda(step: tf.Tensor, warm_start_steps: int, gamma: float, lamb
     return ramp(tf.cast(step, tf.float32) / float(warm_start_steps), gamma, lambda_max, tf.exp)
 
 
-def scheduled_lambda(schedule: str, step: tf.Tensor, total_steps: tf.Tensor, gamma: float, lambda_max: float,
-                     warm_start_steps: Optional[int] = None) -> tf.Tensor:
+def scheduled_lambda(
+    schedule: str,
+    step: tf.Tensor,
+    total_steps: tf.Tensor,
+    gamma: float,
+    lambda_max: float,
+    warm_start_steps: Optional[int] = None,
+) -> tf.Tensor:
     """Lambda of the step `step` (of `total_steps` in this fit) under `schedule` (float32 tensor)."""
     if schedule == "constant":
         return tf.constant(lambda_max, tf.float32)
@@ -132,10 +139,16 @@ class ScheduleState:
 
     def __init__(self) -> None:
         # ONLY_FIRST_REPLICA: every replica runs the step; the counter moves once.
-        self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="dann_step",
-                                aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
-        self.total_steps = tf.Variable(1, dtype=tf.int64, trainable=False, name="dann_total_steps",
-                                       aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+        self.step = tf.Variable(
+            0, dtype=tf.int64, trainable=False, name="dann_step", aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA
+        )
+        self.total_steps = tf.Variable(
+            1,
+            dtype=tf.int64,
+            trainable=False,
+            name="dann_total_steps",
+            aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
+        )
 
 
 class DANNLambdaSchedule(keras.callbacks.Callback):

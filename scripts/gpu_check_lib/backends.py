@@ -94,8 +94,9 @@ class CudaBackend:
     def timed_ops(self, name: str, src, dst, nbytes: int) -> dict[str, Callable[[], None]]:
         runtime, stream, kernels = self.cp.cuda.runtime, self.stream.ptr, self.kernels
         return {
-            "copy": lambda: runtime.memcpyAsync(dst.data.ptr, src.data.ptr, nbytes,
-                                                runtime.memcpyDeviceToDevice, stream),
+            "copy": lambda: runtime.memcpyAsync(
+                dst.data.ptr, src.data.ptr, nbytes, runtime.memcpyDeviceToDevice, stream
+            ),
             # lambda 1: in place, values only flip sign, so they stay normal.
             "kernel": lambda: kernels.neg_scale_cuda(src, dst, 1.0, stream=stream, dtype=name),
             "kernel_in_place": lambda: kernels.neg_scale_cuda(dst, dst, 1.0, stream=stream, dtype=name),
@@ -124,8 +125,10 @@ class HostBackend:
         self.use_ml_dtypes = use_ml_dtypes
 
     def info(self) -> dict:
-        return {"name": f"host CPU ({platform.machine()}), CPU kernel standing in for the device",
-                "cuda_compiled_in": bool(self.kernels.cuda_compiled_in())}
+        return {
+            "name": f"host CPU ({platform.machine()}), CPU kernel standing in for the device",
+            "cuda_compiled_in": bool(self.kernels.cuda_compiled_in()),
+        }
 
     def upload(self, host: np.ndarray) -> np.ndarray:
         return np.array(host, copy=True)

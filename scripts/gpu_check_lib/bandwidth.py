@@ -40,7 +40,7 @@ def run_bandwidth(backend, names, sizes, reps: int, inner: int, deadline: float,
                 backend.time_ms(ops[op], inner)
             times = {op: [] for op in order}
             for rep in range(reps):
-                rotation = order[rep % len(order):] + order[: rep % len(order)]  # interleaved
+                rotation = order[rep % len(order) :] + order[: rep % len(order)]  # interleaved
                 for op in rotation:
                     times[op].append(backend.time_ms(ops[op], inner))
             median = {op: statistics.median(values) for op, values in times.items()}
@@ -50,16 +50,29 @@ def run_bandwidth(backend, names, sizes, reps: int, inner: int, deadline: float,
                 gbps = moved / (median[op] * 1e-3) / 1e9
                 applies = name in TARGET_DTYPES and nbytes >= TARGET_MIN_BYTES
                 ratio = gbps / copy_gbps
-                rows.append({
-                    "dtype": name, "bytes": nbytes, "elements": count, "mode": mode,
-                    "kernel_ms_median": median[op], "kernel_ms_min": min(times[op]),
-                    "copy_ms_median": median["copy"], "copy_ms_min": min(times["copy"]),
-                    "kernel_GBps": gbps, "copy_GBps": copy_gbps, "ratio": ratio,
-                    "target_applies": applies, "meets_target": (ratio >= TARGET_RATIO) if applies else None,
-                    "reps": reps, "inner": inner,
-                })
-            log(f"bandwidth {name} {human_bytes(nbytes)}: copy {copy_gbps:.0f} GB/s, kernel "
-                f"{rows[-2]['kernel_GBps']:.0f} GB/s, in place {rows[-1]['kernel_GBps']:.0f} GB/s")
+                rows.append(
+                    {
+                        "dtype": name,
+                        "bytes": nbytes,
+                        "elements": count,
+                        "mode": mode,
+                        "kernel_ms_median": median[op],
+                        "kernel_ms_min": min(times[op]),
+                        "copy_ms_median": median["copy"],
+                        "copy_ms_min": min(times["copy"]),
+                        "kernel_GBps": gbps,
+                        "copy_GBps": copy_gbps,
+                        "ratio": ratio,
+                        "target_applies": applies,
+                        "meets_target": (ratio >= TARGET_RATIO) if applies else None,
+                        "reps": reps,
+                        "inner": inner,
+                    }
+                )
+            log(
+                f"bandwidth {name} {human_bytes(nbytes)}: copy {copy_gbps:.0f} GB/s, kernel "
+                f"{rows[-2]['kernel_GBps']:.0f} GB/s, in place {rows[-1]['kernel_GBps']:.0f} GB/s"
+            )
     return rows
 
 
@@ -86,12 +99,21 @@ def parse_bytes(text: str) -> int:
 def target_verdict(rows: list[dict]) -> dict:
     applicable = [r for r in rows if r["target_applies"]]
     if not applicable:
-        return {"applies": False, "met": None,
-                "text": f"target (>= {TARGET_RATIO:.2f} x copy at >= 256 MiB, float32/float16): not measured at such sizes"}
+        return {
+            "applies": False,
+            "met": None,
+            "text": f"target (>= {TARGET_RATIO:.2f} x copy at >= 256 MiB, float32/float16): not measured at such sizes",
+        }
     worst = min(applicable, key=lambda r: r["ratio"])
     met = all(r["meets_target"] for r in applicable)
-    return {"applies": True, "met": met, "min_ratio": worst["ratio"],
-            "worst": {k: worst[k] for k in ("dtype", "bytes", "mode")},
-            "text": (f"target kernel >= {TARGET_RATIO:.2f} x copy bandwidth at >= 256 MiB for float32 and float16: "
-                     f"{'MET' if met else 'NOT MET'} (lowest ratio {worst['ratio']:.3f}: {worst['dtype']} "
-                     f"{human_bytes(worst['bytes'])} {worst['mode']})")}
+    return {
+        "applies": True,
+        "met": met,
+        "min_ratio": worst["ratio"],
+        "worst": {k: worst[k] for k in ("dtype", "bytes", "mode")},
+        "text": (
+            f"target kernel >= {TARGET_RATIO:.2f} x copy bandwidth at >= 256 MiB for float32 and float16: "
+            f"{'MET' if met else 'NOT MET'} (lowest ratio {worst['ratio']:.3f}: {worst['dtype']} "
+            f"{human_bytes(worst['bytes'])} {worst['mode']})"
+        ),
+    }

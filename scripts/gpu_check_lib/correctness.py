@@ -50,23 +50,47 @@ def reference_self_check(kernels, use_ml_dtypes: bool) -> list[dict]:
             want = numpy_reference(name, x, lambda_)
             got = cpu_kernel(kernels, name, x, lambda_, use_ml_dtypes)
             if got is not None:
-                records.append(_record(name, x.size, lambda_, "cpu_kernel_vs_numpy_all_16_bit", compare(name, got, want), got, want))
+                records.append(
+                    _record(
+                        name, x.size, lambda_, "cpu_kernel_vs_numpy_all_16_bit", compare(name, got, want), got, want
+                    )
+                )
         if ml_dtypes is not None and use_ml_dtypes:
             with np.errstate(all="ignore"):  # NaN and overflow are among the inputs on purpose
                 f = bfloat16_bits_to_float32(every) * -np.float32(lambda_)
             mine = float32_to_bfloat16_bits(f)
             theirs = f.astype(ml_dtypes.bfloat16).view(np.uint16)
-            records.append(_record("bfloat16", every.size, lambda_, "bit_rounding_vs_ml_dtypes",
-                                   compare("bfloat16", mine, theirs), mine, theirs))
+            records.append(
+                _record(
+                    "bfloat16",
+                    every.size,
+                    lambda_,
+                    "bit_rounding_vs_ml_dtypes",
+                    compare("bfloat16", mine, theirs),
+                    mine,
+                    theirs,
+                )
+            )
     return records
 
 
 def _record(name, n, lambda_, case, result, got=None, want=None, guards_ok=True) -> dict:
     mismatches, first = result
-    record = {"dtype": name, "n": int(n), "lambda": lambda_, "case": case,
-              "ok": mismatches == 0 and guards_ok, "mismatches": mismatches, "guards_ok": guards_ok}
+    record = {
+        "dtype": name,
+        "n": int(n),
+        "lambda": lambda_,
+        "case": case,
+        "ok": mismatches == 0 and guards_ok,
+        "mismatches": mismatches,
+        "guards_ok": guards_ok,
+    }
     if mismatches and got is not None:
-        record["first_mismatch"] = {"index": first, "got": describe(name, got, first), "want": describe(name, want, first)}
+        record["first_mismatch"] = {
+            "index": first,
+            "got": describe(name, got, first),
+            "want": describe(name, want, first),
+        }
     return record
 
 
@@ -81,7 +105,9 @@ def check_dtype_size(backend, kernels, name: str, n: int, lambda_: float, rng, u
     if want is None:  # bfloat16 without ml_dtypes: the numpy computation is the oracle
         want = reference
     else:
-        records.append(_record(name, n, lambda_, "cpu_kernel_vs_numpy", compare(name, want, reference), want, reference))
+        records.append(
+            _record(name, n, lambda_, "cpu_kernel_vs_numpy", compare(name, want, reference), want, reference)
+        )
     if hasattr(backend, "can_run") and not backend.can_run(name):
         return records
 
@@ -117,14 +143,18 @@ def check_dtype_size(backend, kernels, name: str, n: int, lambda_: float, rng, u
         out = guarded(lead, None)
         backend.neg_scale(name, src, out[lead : lead + n], lambda_, on_stream)
         finish(case, out, lead, expected)
-    for case, lead, body, expected in (("in_place", aligned_lead, x[:n], want[:n]),
-                                       ("in_place_offset1", 1, x[1:], want[1:])):
+    for case, lead, body, expected in (
+        ("in_place", aligned_lead, x[:n], want[:n]),
+        ("in_place_offset1", 1, x[1:], want[1:]),
+    ):
         buffer = guarded(lead, body)
         view = buffer[lead : lead + n]
         backend.neg_scale(name, view, view, lambda_)
         finish(case, buffer, lead, expected)
-    unchanged = (compare(name, backend.download(in_aligned), x[:n])[0] == 0
-                 and compare(name, backend.download(in_full), x)[0] == 0)
+    unchanged = (
+        compare(name, backend.download(in_aligned), x[:n])[0] == 0
+        and compare(name, backend.download(in_full), x)[0] == 0
+    )
     records.append(_record(name, n, lambda_, "inputs_unchanged", (0 if unchanged else 1, None)))
     return records
 
@@ -133,8 +163,9 @@ def run_correctness(backend, kernels, sizes, lambdas, use_ml_dtypes: bool, recor
     """Appends to `records` as it goes, so an exception keeps what ran before it."""
     records += reference_self_check(kernels, use_ml_dtypes)
     bad = [r for r in records if not r["ok"]]
-    log(f"reference self-check (all 16-bit values, {len(LAMBDAS)} lambdas): "
-        f"{len(records) - len(bad)}/{len(records)} ok")
+    log(
+        f"reference self-check (all 16-bit values, {len(LAMBDAS)} lambdas): {len(records) - len(bad)}/{len(records)} ok"
+    )
     for name in DTYPES:
         if hasattr(backend, "can_run") and not backend.can_run(name):
             log(f"  {name}: no CPU kernel for it without ml_dtypes: device cases skipped in --cpu-only")
@@ -147,12 +178,15 @@ def run_correctness(backend, kernels, sizes, lambdas, use_ml_dtypes: bool, recor
                 try:
                     group += check_dtype_size(backend, kernels, name, n, lambda_, rng, use_ml_dtypes)
                 except Exception as error:
-                    raise RuntimeError(f"while checking {name} n={n} lambda={lambda_}: "
-                                       f"{type(error).__name__}: {error}") from error
+                    raise RuntimeError(
+                        f"while checking {name} n={n} lambda={lambda_}: {type(error).__name__}: {error}"
+                    ) from error
             failed = [r for r in group if not r["ok"]]
             cases = sorted({r["case"] for r in group})
-            log(f"  {name:8s} n={n:<9d} {len(these)} lambda(s) x {len(cases)} cases: "
-                f"{'ok' if not failed else f'{len(failed)} FAILED'}  ({time.perf_counter() - start:.1f} s)")
+            log(
+                f"  {name:8s} n={n:<9d} {len(these)} lambda(s) x {len(cases)} cases: "
+                f"{'ok' if not failed else f'{len(failed)} FAILED'}  ({time.perf_counter() - start:.1f} s)"
+            )
             for r in failed[:5]:
                 log(f"    FAILED {json.dumps(r)}")
             records += group

@@ -67,16 +67,32 @@ def run_sanitizers(args, tools: list[str], deadline: float) -> list[dict]:
             log(f"sanitizer {tool}: compute-sanitizer not found (PATH, CUDA_HOME, nvcc's toolkit)")
             continue
         else:
-            command = [exe, "--tool", tool, "--error-exitcode", str(SANITIZER_ERROR_EXIT),
-                       # CuPy's own probing calls may return benign API errors; a
-                       # failed launch of ours raises in the module and fails the run.
-                       "--report-api-errors", "no", "--print-limit", "20", *child]
+            command = [
+                exe,
+                "--tool",
+                tool,
+                "--error-exitcode",
+                str(SANITIZER_ERROR_EXIT),
+                # CuPy's own probing calls may return benign API errors; a
+                # failed launch of ours raises in the module and fails the run.
+                "--report-api-errors",
+                "no",
+                "--print-limit",
+                "20",
+                *child,
+            ]
         timeout = min(SANITIZER_CAP_S.get(tool, 100), remaining - 10)
         log(f"sanitizer {tool}: {' '.join(command)}  (timeout {timeout:.0f} s)")
         start = time.time()
         try:
-            done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                  timeout=timeout, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+            done = subprocess.run(
+                command,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                timeout=timeout,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
             output, rc = done.stdout, done.returncode
         except subprocess.TimeoutExpired as error:
             out = error.stdout or ""
@@ -92,8 +108,14 @@ def run_sanitizers(args, tools: list[str], deadline: float) -> list[dict]:
             status = "clean" if not args.cpu_only else "ran-without-sanitizer"
         else:
             status = "unavailable"  # the tool or the device refused, or the program died: no verdict
-        result = {"tool": tool, "status": status, "returncode": rc, "seconds": round(seconds, 1),
-                  "summary": summary_lines(output), "output_tail": output[-4000:]}
+        result = {
+            "tool": tool,
+            "status": status,
+            "returncode": rc,
+            "seconds": round(seconds, 1),
+            "summary": summary_lines(output),
+            "output_tail": output[-4000:],
+        }
         results.append(result)
         if os.environ.get("OUT") and not args.cpu_only:
             with open(os.path.join(os.environ["OUT"], f"sanitizer_{tool}.log"), "w") as f:

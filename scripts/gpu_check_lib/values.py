@@ -58,11 +58,27 @@ def special_values(name: str) -> np.ndarray:
     """Signed zeros, infinities, NaN, the extremes, the smallest normal and
     subnormals: where rounding and overflow differ first."""
     if name == "bfloat16":
-        return np.array([0x0000, 0x8000, 0x7F80, 0xFF80, 0x7FC0, 0x7F7F, 0xFF7F, 0x0080,
-                         0x0001, 0x8001, 0x3F80, 0xBF80], np.uint16)
+        return np.array(
+            [0x0000, 0x8000, 0x7F80, 0xFF80, 0x7FC0, 0x7F7F, 0xFF7F, 0x0080, 0x0001, 0x8001, 0x3F80, 0xBF80], np.uint16
+        )
     fi = np.finfo(STORAGE[name])
-    return np.array([0.0, -0.0, np.inf, -np.inf, np.nan, fi.max, -fi.max, fi.tiny,
-                     fi.smallest_subnormal, -fi.smallest_subnormal, 1.0, -1.0], STORAGE[name])
+    return np.array(
+        [
+            0.0,
+            -0.0,
+            np.inf,
+            -np.inf,
+            np.nan,
+            fi.max,
+            -fi.max,
+            fi.tiny,
+            fi.smallest_subnormal,
+            -fi.smallest_subnormal,
+            1.0,
+            -1.0,
+        ],
+        STORAGE[name],
+    )
 
 
 def make_values(name: str, count: int, rng: np.random.Generator) -> np.ndarray:
@@ -73,7 +89,7 @@ def make_values(name: str, count: int, rng: np.random.Generator) -> np.ndarray:
     specials = special_values(name)
     if count >= 4 * len(specials):
         x[: len(specials)] = specials
-        x[-len(specials):] = specials[::-1]
+        x[-len(specials) :] = specials[::-1]
     return x
 
 
@@ -83,6 +99,7 @@ def sentinel(name: str) -> np.ndarray:
 
 
 # ----------------------------------------------------------- references ----
+
 
 def numpy_reference(name: str, x: np.ndarray, lambda_: float) -> np.ndarray:
     """-lambda * x computed by numpy alone: lambda as float32; float and double

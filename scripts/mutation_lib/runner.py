@@ -39,8 +39,10 @@ def find_package(explicit: Optional[str] = None) -> Path:
     else:
         spec = importlib.util.find_spec("grad_reverse")
         if spec is None or not spec.submodule_search_locations:
-            raise CheckError("grad_reverse is not importable here: install it, or put the source "
-                             "tree's python/ on PYTHONPATH (after building the library in place)")
+            raise CheckError(
+                "grad_reverse is not importable here: install it, or put the source "
+                "tree's python/ on PYTHONPATH (after building the library in place)"
+            )
         directory = Path(list(spec.submodule_search_locations)[0]).resolve()
     if not list(directory.glob(LIBRARY_GLOB)):
         raise CheckError(f"{directory} holds no {LIBRARY_GLOB}: build the library first")
@@ -101,18 +103,34 @@ class TestRun:
     timed_out: bool = False
 
 
-def run_tests(tests: tuple[str, ...], copies: Copies, timeout: float, stop_at_first: bool = True,
-              conftest: bool = True) -> TestRun:
+def run_tests(
+    tests: tuple[str, ...], copies: Copies, timeout: float, stop_at_first: bool = True, conftest: bool = True
+) -> TestRun:
     """pytest on `tests` with the package copy first on PYTHONPATH, so it is
     the grad_reverse the tests import (ahead of an installed one), and the
     source copy as the tree that C++ tests build. conftest=False skips
     tests/conftest.py and its TensorFlow import (tests that only build and
     run C++ need neither)."""
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", GRAD_REVERSE_SOURCE_DIR=str(copies.sources),
-               PYTHONPATH=os.pathsep.join([str(copies.package.parent),
-                                           *filter(None, [os.environ.get("PYTHONPATH")])]))
-    command = [sys.executable, "-m", "pytest", "-q", "-rfEs", "-p", "no:cacheprovider", "-W", "ignore",
-               *(["-x"] if stop_at_first else []), *([] if conftest else ["--noconftest"]), *tests]
+    env = dict(
+        os.environ,
+        TF_CPP_MIN_LOG_LEVEL="3",
+        GRAD_REVERSE_SOURCE_DIR=str(copies.sources),
+        PYTHONPATH=os.pathsep.join([str(copies.package.parent), *filter(None, [os.environ.get("PYTHONPATH")])]),
+    )
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-rfEs",
+        "-p",
+        "no:cacheprovider",
+        "-W",
+        "ignore",
+        *(["-x"] if stop_at_first else []),
+        *([] if conftest else ["--noconftest"]),
+        *tests,
+    ]
     start = time.monotonic()
     try:
         done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)

@@ -20,11 +20,21 @@ def parts(classes: int, seed: int = 0, domain_inputs=None) -> tuple:
     label head, and a sigmoid domain head (unbuilt unless `domain_inputs`)."""
     keras.utils.set_random_seed(seed)
     feature_extractor = keras.Sequential([keras.Input((2,)), keras.layers.Dense(FEATURES, activation="tanh")])
-    label_head = keras.Sequential([keras.Input((FEATURES,)), keras.layers.Dense(
-        classes, activation="sigmoid" if classes == 1 else "softmax",
-        kernel_initializer=keras.initializers.RandomNormal(stddev=3.0, seed=seed + 1))])
-    layers = [keras.layers.Dense(1, activation="sigmoid", kernel_initializer=keras.initializers.RandomNormal(
-        stddev=1.0, seed=seed))]
+    label_head = keras.Sequential(
+        [
+            keras.Input((FEATURES,)),
+            keras.layers.Dense(
+                classes,
+                activation="sigmoid" if classes == 1 else "softmax",
+                kernel_initializer=keras.initializers.RandomNormal(stddev=3.0, seed=seed + 1),
+            ),
+        ]
+    )
+    layers = [
+        keras.layers.Dense(
+            1, activation="sigmoid", kernel_initializer=keras.initializers.RandomNormal(stddev=1.0, seed=seed)
+        )
+    ]
     domain_head = keras.Sequential(([keras.Input((domain_inputs,))] if domain_inputs else []) + layers)
     return feature_extractor, label_head, domain_head
 
@@ -35,8 +45,16 @@ def one_step(model: CDAN, label_loss: str, **compile_kwargs) -> dict:
     model.compile(keras.optimizers.SGD(0.0), label_loss, **compile_kwargs)
     if label_loss == "sparse_categorical_crossentropy":
         y_source = y_source.astype("int32")
-    return model.fit(x_source, y_source, target=x_target, batch_size=8, source_fraction=0.25, steps_per_epoch=1,
-                     shuffle=False, verbose=0).history
+    return model.fit(
+        x_source,
+        y_source,
+        target=x_target,
+        batch_size=8,
+        source_fraction=0.25,
+        steps_per_epoch=1,
+        shuffle=False,
+        verbose=0,
+    ).history
 
 
 def hand_domain_term(model: CDAN, entropy: bool, reduction: str, r=None) -> float:
@@ -117,12 +135,20 @@ def test_the_class_probabilities_carry_no_gradient_into_the_label_head():
     the domain term reaches the label head only through the conditioning, which has no gradient."""
     moved = []
     for weight in (1.0, 0.0):
-        model = CDAN(*parts(classes=3, domain_inputs=3 * FEATURES), entropy_conditioning=True,
-                     lambda_schedule="constant")
+        model = CDAN(
+            *parts(classes=3, domain_inputs=3 * FEATURES), entropy_conditioning=True, lambda_schedule="constant"
+        )
         x_source, y_source, x_target = points()
         model.compile(keras.optimizers.SGD(0.5), "sparse_categorical_crossentropy", domain_loss_weight=weight)
-        model.fit(x_source, y_source.astype("int32"), target=x_target, batch_size=8, steps_per_epoch=1,
-                  shuffle=False, verbose=0)
+        model.fit(
+            x_source,
+            y_source.astype("int32"),
+            target=x_target,
+            batch_size=8,
+            steps_per_epoch=1,
+            shuffle=False,
+            verbose=0,
+        )
         moved.append((model.label_head.get_weights()[0], model.domain_head.get_weights()[0]))
     np.testing.assert_allclose(moved[0][0], moved[1][0], rtol=1e-6, atol=1e-7)
     assert np.abs(moved[0][1] - moved[1][1]).max() > 1e-4  # the domain term trained the domain head
@@ -199,5 +225,8 @@ def test_one_cdan_step_with_its_objective_reads_three_files_of_the_adaptation_pa
     finally:
         sys.setprofile(None)
     assert {f for f in called if f.startswith("adaptation/")} == {
-        "adaptation/cdan.py", "adaptation/domain_head.py", "adaptation/model.py"}, sorted(called)
+        "adaptation/cdan.py",
+        "adaptation/domain_head.py",
+        "adaptation/model.py",
+    }, sorted(called)
     assert "schedule.py" in called and "ops.py" in called, sorted(called)

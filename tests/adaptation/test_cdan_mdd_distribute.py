@@ -28,10 +28,13 @@ def mirrored_scenario() -> dict:
             model = cdan_mdd(method)
         initial = model.get_weights()
         model.fit(cdan_mdd_batches(), epochs=1, steps_per_epoch=CDAN_MDD_STEPS, verbose=0)
-        result[method] = {"initial": as_lists(initial), "mirrored": as_lists(model.get_weights()),
-                          "single": as_lists(cdan_mdd_one_device(method, initial)),
-                          # A doubled adversarial term (what a missing replica scaling would train).
-                          "doubled": as_lists(cdan_mdd_one_device(method, initial, trade_off=2.0))}
+        result[method] = {
+            "initial": as_lists(initial),
+            "mirrored": as_lists(model.get_weights()),
+            "single": as_lists(cdan_mdd_one_device(method, initial)),
+            # A doubled adversarial term (what a missing replica scaling would train).
+            "doubled": as_lists(cdan_mdd_one_device(method, initial, trade_off=2.0)),
+        }
     return result
 
 
@@ -39,8 +42,9 @@ def test_mirrored_fit_equals_one_device_on_the_same_global_batches():
     result = run_scenario(["mirrored"], {}, script=__file__)
     assert result["replicas"] == 2
     for method in ("cdan", "mdd"):
-        initial, mirrored, single, doubled = (as_arrays(result[method][k])
-                                              for k in ("initial", "mirrored", "single", "doubled"))
+        initial, mirrored, single, doubled = (
+            as_arrays(result[method][k]) for k in ("initial", "mirrored", "single", "doubled")
+        )
         assert max_abs_difference(single, initial) > 1e-2, method
         assert_weights_close(mirrored, single, f"MirroredStrategy {method} fit vs one device")
         assert max_abs_difference(doubled, single) > 1e-3, method

@@ -28,8 +28,16 @@ def cdan() -> CDAN:
     feature_extractor = keras.Sequential([keras.Input((2,)), keras.layers.Dense(6, activation="tanh")])
     label_head = keras.Sequential([keras.Input((6,)), keras.layers.Dense(3, activation="softmax")])
     domain_head = keras.Sequential([keras.layers.Dense(4, activation="relu"), keras.layers.Dense(1)])  # unbuilt
-    return CDAN(feature_extractor, label_head, domain_head, entropy_conditioning=True, randomized=True,
-                randomized_dim=8, map_seed=3, lambda_max=0.7)
+    return CDAN(
+        feature_extractor,
+        label_head,
+        domain_head,
+        entropy_conditioning=True,
+        randomized=True,
+        randomized_dim=8,
+        map_seed=3,
+        lambda_max=0.7,
+    )
 
 
 def mdd() -> MDD:
@@ -40,8 +48,10 @@ def mdd() -> MDD:
 
 
 MAKERS = {"cdan": cdan, "mdd": mdd}
-ARGUMENTS = {"cdan": ("entropy_conditioning", "randomized", "randomized_dim", "map_seed", "lambda_max"),
-             "mdd": ("margin", "trade_off", "warm_start_steps", "lambda_max", "gamma", "lambda_schedule")}
+ARGUMENTS = {
+    "cdan": ("entropy_conditioning", "randomized", "randomized_dim", "map_seed", "lambda_max"),
+    "mdd": ("margin", "trade_off", "warm_start_steps", "lambda_max", "gamma", "lambda_schedule"),
+}
 ADVERSARY = {"cdan": "domain_loss", "mdd": "transfer_loss"}
 
 

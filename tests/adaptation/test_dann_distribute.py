@@ -36,8 +36,10 @@ def global_batches() -> tf.data.Dataset:
 
 
 # The feature extractor at a fifth of the model's rate, the domain head with an optimizer of its own.
-PART_OPTIMIZERS = {"feature_extractor": 0.2, "domain_head": {"class_name": "SGD",
-                                                             "config": {"learning_rate": 0.3, "momentum": 0.5}}}
+PART_OPTIMIZERS = {
+    "feature_extractor": 0.2,
+    "domain_head": {"class_name": "SGD", "config": {"learning_rate": 0.3, "momentum": 0.5}},
+}
 
 
 def compiled(lambda_schedule: str = "paper", part_optimizers=None) -> keras.Model:
@@ -70,9 +72,15 @@ def mirrored_scenario(part_optimizers=None) -> dict:
     single, single_lambda = one_device(initial, part_optimizers=part_optimizers)
     # Another schedule (lambda 2 from the start), or without the parts' optimizers: elsewhere.
     other = one_device(initial, lambda_schedule="constant") if part_optimizers is None else one_device(initial)
-    return {"replicas": strategy.num_replicas_in_sync, "initial": as_lists(initial),
-            "mirrored": as_lists(model.get_weights()), "lambda": history.history["lambda"],
-            "single": as_lists(single), "single_lambda": single_lambda, "other": as_lists(other[0])}
+    return {
+        "replicas": strategy.num_replicas_in_sync,
+        "initial": as_lists(initial),
+        "mirrored": as_lists(model.get_weights()),
+        "lambda": history.history["lambda"],
+        "single": as_lists(single),
+        "single_lambda": single_lambda,
+        "other": as_lists(other[0]),
+    }
 
 
 def worker_scenario() -> dict:
@@ -81,8 +89,7 @@ def worker_scenario() -> dict:
     process for all three: a worker's start (TensorFlow, the cluster) costs more than its steps."""
     options = tf.distribute.experimental.CommunicationOptions(timeout_seconds=60)
     strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
-    result = {"task": json.loads(os.environ["TF_CONFIG"])["task"]["index"],
-              "replicas": strategy.num_replicas_in_sync}
+    result = {"task": json.loads(os.environ["TF_CONFIG"])["task"]["index"], "replicas": strategy.num_replicas_in_sync}
     for method in WORKER_METHODS:
         with strategy.scope():
             if method == "dann":
@@ -163,8 +170,11 @@ def test_multi_worker_custom_loop_of_train_step_equals_one_process(worker_result
         assert single_lambda[-1] == pytest.approx(expected[-1], rel=1e-5)
 
 
-SCENARIOS = {"mirrored": mirrored_scenario, "mirrored_parts": lambda: mirrored_scenario(PART_OPTIMIZERS),
-             "worker": worker_scenario}
+SCENARIOS = {
+    "mirrored": mirrored_scenario,
+    "mirrored_parts": lambda: mirrored_scenario(PART_OPTIMIZERS),
+    "worker": worker_scenario,
+}
 
 if __name__ == "__main__":
     print(RESULT_MARKER + json.dumps(SCENARIOS[sys.argv[1]]()), flush=True)

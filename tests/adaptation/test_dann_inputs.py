@@ -44,8 +44,9 @@ def test_source_data_without_labels_is_refused(model):
     x_source, _, x_target = domains()
     assert_refused(model, "source data must be labeled", x_source, target=x_target)
     unlabeled = tf.data.Dataset.from_tensor_slices(x_source)
-    assert_refused(model, "source data must be labeled: a dataset of \\(x, y\\)", unlabeled, target=x_target,
-                   steps_per_epoch=2)
+    assert_refused(
+        model, "source data must be labeled: a dataset of \\(x, y\\)", unlabeled, target=x_target, steps_per_epoch=2
+    )
 
 
 def test_source_x_and_y_of_different_lengths_are_refused(model):
@@ -155,8 +156,9 @@ def test_every_input_error_names_the_method_being_trained(make, name):
 @pytest.mark.parametrize("make, name", [(dann, "DANN"), (_cdan, "CDAN")])
 def test_a_domain_loss_that_reduces_the_batch_is_refused_naming_the_method(make, name):
     model = make()
-    model.compile(keras.optimizers.SGD(0.1), "binary_crossentropy",
-                  domain_loss=lambda y_true, y_pred: tf.reduce_mean(y_pred))
+    model.compile(
+        keras.optimizers.SGD(0.1), "binary_crossentropy", domain_loss=lambda y_true, y_pred: tf.reduce_mean(y_pred)
+    )
     x_source, y_source, x_target = domains()
     with pytest.raises(ValueError, match=f"^{name}: the domain loss must return one loss per point"):
         model.fit(x_source, y_source, target=x_target, verbose=0, steps_per_epoch=1)

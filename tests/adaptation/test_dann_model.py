@@ -50,8 +50,9 @@ def test_the_logged_loss_is_the_label_loss_of_the_source_points():
     x_source, y_source, x_target = domains()
     model = dann()
     model.compile(keras.optimizers.SGD(0.0), "binary_crossentropy")  # lr 0: the weights stay
-    history = model.fit(x_source, y_source, target=x_target, batch_size=64, epochs=1, steps_per_epoch=1,
-                        shuffle=False, verbose=0)
+    history = model.fit(
+        x_source, y_source, target=x_target, batch_size=64, epochs=1, steps_per_epoch=1, shuffle=False, verbose=0
+    )
     batch = x_source[:32]
     p = np.asarray(model(batch)).reshape(-1)
     y = y_source[:32, 0]
@@ -65,20 +66,25 @@ def test_the_label_loss_ignores_the_target_points():
     plain source-only model trained on the same source batches."""
     x_source, y_source, x_target = domains()
     trained = {}
-    for name, target in (("zeros", np.zeros_like(x_target)),
-                         ("garbage", np.random.default_rng(9).standard_normal(x_target.shape).astype("float32") * 1e3)):
+    for name, target in (
+        ("zeros", np.zeros_like(x_target)),
+        ("garbage", np.random.default_rng(9).standard_normal(x_target.shape).astype("float32") * 1e3),
+    ):
         model = dann(lambda_schedule="constant", lambda_max=0.0)
         model.compile(keras.optimizers.SGD(0.1), "binary_crossentropy")
         model.fit(x_source, y_source, target=target, batch_size=32, epochs=2, shuffle=False, verbose=0)
         trained[name] = model
+
     def label_weights(m):
         return m.feature_extractor.get_weights() + m.label_head.get_weights()
 
     for a, b in zip(bits(label_weights(trained["zeros"])), bits(label_weights(trained["garbage"]))):
         np.testing.assert_array_equal(a, b)
     # The target did reach the domain head.
-    assert any(not np.array_equal(a, b) for a, b in zip(trained["zeros"].domain_head.get_weights(),
-                                                         trained["garbage"].domain_head.get_weights()))
+    assert any(
+        not np.array_equal(a, b)
+        for a, b in zip(trained["zeros"].domain_head.get_weights(), trained["garbage"].domain_head.get_weights())
+    )
     # The oracle: the same network without the domain part, on the same source batches.
     feature_extractor, label_head, _ = parts(0)
     plain = keras.Sequential([feature_extractor, label_head])
@@ -114,8 +120,9 @@ def test_lambda_follows_the_paper_ramp_per_step_across_two_fits_and_resumes_at_i
     model.fit(x, y, target=target, batch_size=8, epochs=1, steps_per_epoch=4, verbose=0, callbacks=[record])
     np.testing.assert_allclose(np.diff(record.w), ramp(range(4), 4, lambda_max=2.0), rtol=1e-5)
     # initial_epoch=1 of 3 epochs of 2 steps: steps 2..5 of a 6-step ramp.
-    model.fit(x, y, target=target, batch_size=8, epochs=3, initial_epoch=1, steps_per_epoch=2, verbose=0,
-              callbacks=[record])
+    model.fit(
+        x, y, target=target, batch_size=8, epochs=3, initial_epoch=1, steps_per_epoch=2, verbose=0, callbacks=[record]
+    )
     np.testing.assert_allclose(np.diff(record.w), ramp(range(2, 6), 6, lambda_max=2.0), rtol=1e-5)
 
 
@@ -159,8 +166,7 @@ def test_mixed_precision_trains_with_float16_features_and_reverses_the_gradient(
         keras.mixed_precision.set_global_policy(policy)
     x, y, target = ones(8)
     record = RecordW()
-    history = model.fit(x, y, target=target, batch_size=16, epochs=1, steps_per_epoch=3, verbose=0,
-                        callbacks=[record])
+    history = model.fit(x, y, target=target, batch_size=16, epochs=1, steps_per_epoch=3, verbose=0, callbacks=[record])
     assert model.feature_extractor(x).dtype == tf.float16
     np.testing.assert_allclose(np.diff(record.w), [0.5] * 3, rtol=1e-3)
     assert all(math.isfinite(v) for values in history.history.values() for v in values)

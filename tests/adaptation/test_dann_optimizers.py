@@ -18,8 +18,9 @@ def weights(layer) -> list:
 
 def fit(model, **kwargs):
     x_source, y_source, x_target = domains()
-    return model.fit(x_source, y_source, target=x_target, **{"batch_size": 32, "epochs": 2, "seed": 0, "verbose": 0,
-                                                             **kwargs})
+    return model.fit(
+        x_source, y_source, target=x_target, **{"batch_size": 32, "epochs": 2, "seed": 0, "verbose": 0, **kwargs}
+    )
 
 
 def moved(before, after) -> bool:
@@ -32,8 +33,7 @@ def test_a_zero_rate_for_the_feature_extractor_leaves_it_bitwise_unchanged_while
     main = keras.optimizers.Adam(0.02) if optimizer == "adam" else keras.optimizers.SGD(0.1, momentum=0.9)
     model.compile(main, "binary_crossentropy", part_optimizers={"feature_extractor": 0.0})
     model(domains()[0][:1])  # build, to read the starting weights
-    features, label, domain = (weights(part) for part in (model.feature_extractor, model.label_head,
-                                                           model.domain_head))
+    features, label, domain = (weights(part) for part in (model.feature_extractor, model.label_head, model.domain_head))
     fit(model)
     for a, b in zip(features, model.feature_extractor.get_weights()):
         np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32))
@@ -75,8 +75,11 @@ def test_a_scale_follows_the_models_learning_rate_schedule_step_by_step():
 
 def test_a_part_may_have_an_optimizer_of_its_own():
     model = dann()
-    model.compile(keras.optimizers.Adam(0.01), "binary_crossentropy",
-                  part_optimizers={"feature_extractor": keras.optimizers.SGD(0.0), "domain_head": "sgd"})
+    model.compile(
+        keras.optimizers.Adam(0.01),
+        "binary_crossentropy",
+        part_optimizers={"feature_extractor": keras.optimizers.SGD(0.0), "domain_head": "sgd"},
+    )
     assert isinstance(model.domain_head_optimizer, keras.optimizers.SGD)
     model(domains()[0][:1])
     features = weights(model.feature_extractor)
@@ -92,8 +95,11 @@ def optimizer_state(optimizer) -> list:
 def test_keras_file_round_trip_restores_every_optimizers_state(tmp_path):
     model = dann(lambda_max=0.5)
     schedule = DANNLearningRateSchedule(0.02, decay_steps=12)
-    model.compile(keras.optimizers.Adam(schedule), "binary_crossentropy",
-                  part_optimizers={"feature_extractor": 0.1, "domain_head": keras.optimizers.SGD(0.05, momentum=0.9)})
+    model.compile(
+        keras.optimizers.Adam(schedule),
+        "binary_crossentropy",
+        part_optimizers={"feature_extractor": 0.1, "domain_head": keras.optimizers.SGD(0.05, momentum=0.9)},
+    )
     fit(model)
     path = str(tmp_path / "dann.keras")
     model.save(path)
@@ -107,7 +113,8 @@ def test_keras_file_round_trip_restores_every_optimizers_state(tmp_path):
         for a, b in zip(state, restored_state):
             np.testing.assert_array_equal(a, b)
     assert float(loaded.feature_extractor_optimizer.learning_rate) == pytest.approx(
-        0.1 * float(loaded.optimizer.learning_rate), rel=1e-6)
+        0.1 * float(loaded.optimizer.learning_rate), rel=1e-6
+    )
     # Both continue the same way from the restored states.
     fit(model, epochs=1)
     fit(loaded, epochs=1)
@@ -115,15 +122,18 @@ def test_keras_file_round_trip_restores_every_optimizers_state(tmp_path):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
 
 
-@pytest.mark.parametrize("part_optimizers, error, match", [
-    ({"encoder": 0.1}, ValueError, r"no part 'encoder'.*\('feature_extractor', 'domain_head'\)"),
-    ({"label_head": 0.1}, ValueError, r"no part 'label_head' \(the label head trains with the model's optimizer"),
-    ({"feature_extractor": float("nan")}, ValueError, r"learning-rate scale must be a finite number >= 0, got nan"),
-    ({"domain_head": float("inf")}, ValueError, r"learning-rate scale must be a finite number >= 0"),
-    ({"domain_head": -0.5}, ValueError, r"learning-rate scale must be a finite number >= 0, got -0.5"),
-    ({"domain_head": "no such optimizer"}, ValueError, r"must be a Keras optimizer .* or a learning-rate scale"),
-    ([("domain_head", 0.1)], TypeError, r"part_optimizers must be a dict"),
-])
+@pytest.mark.parametrize(
+    "part_optimizers, error, match",
+    [
+        ({"encoder": 0.1}, ValueError, r"no part 'encoder'.*\('feature_extractor', 'domain_head'\)"),
+        ({"label_head": 0.1}, ValueError, r"no part 'label_head' \(the label head trains with the model's optimizer"),
+        ({"feature_extractor": float("nan")}, ValueError, r"learning-rate scale must be a finite number >= 0, got nan"),
+        ({"domain_head": float("inf")}, ValueError, r"learning-rate scale must be a finite number >= 0"),
+        ({"domain_head": -0.5}, ValueError, r"learning-rate scale must be a finite number >= 0, got -0.5"),
+        ({"domain_head": "no such optimizer"}, ValueError, r"must be a Keras optimizer .* or a learning-rate scale"),
+        ([("domain_head", 0.1)], TypeError, r"part_optimizers must be a dict"),
+    ],
+)
 def test_bad_part_optimizers_are_refused_at_compile(part_optimizers, error, match):
     model = dann()
     with pytest.raises(error, match=match):

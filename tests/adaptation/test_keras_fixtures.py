@@ -20,8 +20,13 @@ pytestmark = pytest.mark.skipif(not KERAS_3, reason="the fixtures are Keras 3 .k
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
 EXPECTED = np.load(os.path.join(FIXTURES, "keras_fixtures_expected.npz"))
-CLASSES = {"dann": grad_reverse.DANN, "cdan": grad_reverse.CDAN, "cdan_e": grad_reverse.CDAN,
-           "mdd": grad_reverse.MDD, "grad_reverse_layer": keras.Sequential}
+CLASSES = {
+    "dann": grad_reverse.DANN,
+    "cdan": grad_reverse.CDAN,
+    "cdan_e": grad_reverse.CDAN,
+    "mdd": grad_reverse.MDD,
+    "grad_reverse_layer": keras.Sequential,
+}
 
 
 @pytest.mark.parametrize("stem", sorted(CLASSES))

@@ -18,8 +18,14 @@ FEATURES = 3
 def parts(units: int, activation: str, seed: int = 0) -> tuple:
     keras.utils.set_random_seed(seed)
     feature_extractor = keras.Sequential([keras.Input((2,)), keras.layers.Dense(FEATURES, activation="tanh")])
-    label_head = keras.Sequential([keras.Input((FEATURES,)), keras.layers.Dense(
-        units, activation=activation, kernel_initializer=keras.initializers.RandomNormal(stddev=1.0))])
+    label_head = keras.Sequential(
+        [
+            keras.Input((FEATURES,)),
+            keras.layers.Dense(
+                units, activation=activation, kernel_initializer=keras.initializers.RandomNormal(stddev=1.0)
+            ),
+        ]
+    )
     return feature_extractor, label_head
 
 
@@ -28,8 +34,16 @@ def one_step(model: MDD, label_loss: str, learning_rate: float = 0.0, **compile_
     model.compile(keras.optimizers.SGD(learning_rate), label_loss, **compile_kwargs)
     if label_loss == "sparse_categorical_crossentropy":
         y_source = y_source.astype("int32")
-    return model.fit(x_source, y_source, target=x_target, batch_size=8, source_fraction=0.25, steps_per_epoch=1,
-                     shuffle=False, verbose=0).history
+    return model.fit(
+        x_source,
+        y_source,
+        target=x_target,
+        batch_size=8,
+        source_fraction=0.25,
+        steps_per_epoch=1,
+        shuffle=False,
+        verbose=0,
+    ).history
 
 
 def head_outputs(model: MDD) -> tuple:
@@ -62,9 +76,14 @@ def hand_transfer(model: MDD, margin: float) -> float:
     return float(margin * source.mean() - target.mean())
 
 
-@pytest.mark.parametrize("units, activation, loss", [(3, "softmax", "sparse_categorical_crossentropy"),
-                                                     (3, "linear", "sparse_categorical_crossentropy"),
-                                                     (1, "sigmoid", "binary_crossentropy")])
+@pytest.mark.parametrize(
+    "units, activation, loss",
+    [
+        (3, "softmax", "sparse_categorical_crossentropy"),
+        (3, "linear", "sparse_categorical_crossentropy"),
+        (1, "sigmoid", "binary_crossentropy"),
+    ],
+)
 def test_the_transfer_term_equals_a_hand_computation(units, activation, loss):
     model = MDD(*parts(units, activation), margin=3.0)
     compile_kwargs = {"label_from_logits": True} if activation == "linear" else {}
@@ -76,8 +95,13 @@ def test_the_transfer_term_equals_a_hand_computation(units, activation, loss):
 
 def test_the_default_margin_is_4_and_the_regression_form_is_the_mean_absolute_disparity():
     model = MDD(*parts(3, "softmax"))
-    assert (model.margin, model.trade_off, model.lambda_max, model.gamma, model.lambda_schedule) == \
-        (4.0, 1.0, 0.1, 1.0, "warm_start")
+    assert (model.margin, model.trade_off, model.lambda_max, model.gamma, model.lambda_schedule) == (
+        4.0,
+        1.0,
+        0.1,
+        1.0,
+        "warm_start",
+    )
     regression = MDD(*parts(2, "linear"), form="regression", margin=2.0)
     history = one_step(regression, "mse")
     z, z_adv = head_outputs(regression)
@@ -108,6 +132,7 @@ def test_the_trade_off_weighs_the_adversarys_step():
 def test_the_feature_extractor_learns_the_transfer_term_through_the_reversal():
     """The feature extractor's step moves with lambda, linearly (SGD, one step): its
     difference from the lambda-0 step doubles when lambda does, and is not zero."""
+
     def feature_step(lambda_max: float) -> np.ndarray:
         model = MDD(*parts(3, "softmax"), lambda_schedule="constant", lambda_max=lambda_max)
         before = model.feature_extractor.get_weights()[0]
@@ -124,8 +149,9 @@ def test_the_warm_start_schedule_is_tllibs():
     model = MDD(*parts(3, "softmax"), warm_start_steps=4)
     x_source, y_source, x_target = points()
     model.compile("sgd", "sparse_categorical_crossentropy")
-    history = model.fit(x_source, y_source.astype("int32"), target=x_target, batch_size=8, epochs=3,
-                        steps_per_epoch=2, verbose=0).history
+    history = model.fit(
+        x_source, y_source.astype("int32"), target=x_target, batch_size=8, epochs=3, steps_per_epoch=2, verbose=0
+    ).history
     # The last step of each epoch (steps 1, 3, 5), not clipped at warm_start_steps.
     expected = [0.1 * (2 / (1 + np.exp(-s / 4)) - 1) for s in (1, 3, 5)]
     np.testing.assert_allclose(history["lambda"], expected, rtol=1e-5)
@@ -164,10 +190,18 @@ class NoLearningRateSGD(keras.optimizers.SGD):
         return {k: v for k, v in super().get_config().items() if k != "learning_rate"}
 
 
-@pytest.mark.parametrize("optimizer, part_optimizers, match", [
-    ("sgd", {"adversarial_head": -0.5}, r"^MDD\.compile: part_optimizers\['adversarial_head'\]: a learning-rate scale"),
-    (NoLearningRateSGD(0.1), {"feature_extractor": 0.1}, r"^MDD\.compile: a learning-rate scale needs"),
-], ids=["negative-scale", "no-learning-rate"])
+@pytest.mark.parametrize(
+    "optimizer, part_optimizers, match",
+    [
+        (
+            "sgd",
+            {"adversarial_head": -0.5},
+            r"^MDD\.compile: part_optimizers\['adversarial_head'\]: a learning-rate scale",
+        ),
+        (NoLearningRateSGD(0.1), {"feature_extractor": 0.1}, r"^MDD\.compile: a learning-rate scale needs"),
+    ],
+    ids=["negative-scale", "no-learning-rate"],
+)
 def test_bad_part_optimizer_scales_are_refused_naming_mdd(optimizer, part_optimizers, match):
     with pytest.raises(ValueError, match=match):
         MDD(*parts(3, "softmax")).compile(optimizer, "sparse_categorical_crossentropy", part_optimizers=part_optimizers)

@@ -109,25 +109,31 @@ def test_steps_per_execution_holds_each_lambda_for_its_steps():
     assert history.history["lambda"] == pytest.approx([expected[1], expected[3]])
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"gamma": float("nan")}, "gamma must be a finite number >= 0, got nan"),
-    ({"gamma": float("inf")}, "gamma must be a finite number >= 0, got inf"),
-    ({"gamma": -1.0}, "gamma must be a finite number >= 0, got -1.0"),
-    ({"lambda_max": float("nan")}, "lambda_max must be finite in float32, got nan"),
-    ({"lambda_max": -float("inf")}, "lambda_max must be finite in float32, got -inf"),
-    ({"lambda_max": 1e39}, "lambda_max must be finite in float32, got 1e+39"),
-    ({"total_steps": 0}, "total_steps must be at least 1, got 0"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"gamma": float("nan")}, "gamma must be a finite number >= 0, got nan"),
+        ({"gamma": float("inf")}, "gamma must be a finite number >= 0, got inf"),
+        ({"gamma": -1.0}, "gamma must be a finite number >= 0, got -1.0"),
+        ({"lambda_max": float("nan")}, "lambda_max must be finite in float32, got nan"),
+        ({"lambda_max": -float("inf")}, "lambda_max must be finite in float32, got -inf"),
+        ({"lambda_max": 1e39}, "lambda_max must be finite in float32, got 1e+39"),
+        ({"total_steps": 0}, "total_steps must be at least 1, got 0"),
+    ],
+)
 def test_schedule_refuses_arguments_that_would_assign_a_non_finite_lambda(kwargs, message):
     with pytest.raises(ValueError, match="^" + message.replace("+", r"\+") + "$"):
         DANNLambdaSchedule(tf.Variable(0.0), **kwargs)
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"gamma": float("nan")}, "gamma must be a finite number >= 0, got nan"),
-    ({"lambda_max": float("inf")}, "lambda_max must be finite in float32, got inf"),
-    ({"progress": float("nan")}, "progress must be finite, got nan"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"gamma": float("nan")}, "gamma must be a finite number >= 0, got nan"),
+        ({"lambda_max": float("inf")}, "lambda_max must be finite in float32, got inf"),
+        ({"progress": float("nan")}, "progress must be finite, got nan"),
+    ],
+)
 def test_dann_lambda_refuses_non_finite_arguments(kwargs, message):
     arguments = dict({"progress": 0.5}, **kwargs)
     with pytest.raises(ValueError, match=f"^{message}$"):
@@ -137,13 +143,15 @@ def test_dann_lambda_refuses_non_finite_arguments(kwargs, message):
 def test_dann_lambda_is_the_papers_formula_with_progress_clipped_to_0_1():
     """Computed here independently: the ramp tests above compare the schedule
     with dann_lambda itself."""
+
     def paper(p, gamma=10.0, lambda_max=1.0):
         return lambda_max * (2.0 / (1.0 + math.exp(-gamma * p)) - 1.0)
 
     for progress, clipped in [(-0.5, 0.0), (0.0, 0.0), (0.25, 0.25), (1.0, 1.0), (1.5, 1.0), (7.0, 1.0)]:
         assert dann_lambda(progress) == pytest.approx(paper(clipped), rel=1e-12, abs=1e-15)
         assert dann_lambda(progress, gamma=3.0, lambda_max=2.0) == pytest.approx(
-            paper(clipped, 3.0, 2.0), rel=1e-12, abs=1e-15)
+            paper(clipped, 3.0, 2.0), rel=1e-12, abs=1e-15
+        )
     assert dann_lambda(0.0) == 0.0 and dann_lambda(1.0) == pytest.approx(0.9999092, rel=1e-7)
 
 
@@ -175,7 +183,8 @@ def test_a_fit_of_unknown_length_without_total_steps_is_told_what_to_pass():
         schedule.on_train_begin()
     assert str(raised.value) == (
         "DANNLambdaSchedule: this fit does not know its number of steps per epoch "
-        "(a dataset of unknown length without steps_per_epoch); pass total_steps=")
+        "(a dataset of unknown length without steps_per_epoch); pass total_steps="
+    )
 
 
 def test_progress_spans_0_to_1_over_the_fit_and_stays_at_1_past_its_end():

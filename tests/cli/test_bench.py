@@ -1,13 +1,10 @@
 """The benchmark's measurement code, on tiny sizes (timings themselves are
 not asserted: this machine is noisy)."""
 
-import dataclasses
 import json
 import math
 import os
-import re
 import statistics
-import sys
 import time
 
 import numpy as np
@@ -16,7 +13,7 @@ import tensorflow as tf
 
 from grad_reverse import bench
 from grad_reverse.__main__ import main
-from grad_reverse.bench import allocations, cli, limit, table
+from grad_reverse.bench import allocations, cli, limit
 from grad_reverse.bench.measure import limit_from_times, paired_ratio
 
 
@@ -35,9 +32,16 @@ def test_interleaved_times_every_callable_each_round():
 
 
 def test_ratios_are_taken_round_by_round_and_bandwidth_from_the_median():
-    result = bench.Result("fwd+bwd", "tf.function", 1000, "float32", "variable",
-                          {"native": [1.0, 2.0, 9.0], "reference": [2.0, 4.0, 18.0], "identity": [1.0, 1.0, 3.0]},
-                          bytes_moved=8000, limit_gbps=8000 / 1.0 / 1e9)
+    result = bench.Result(
+        "fwd+bwd",
+        "tf.function",
+        1000,
+        "float32",
+        "variable",
+        {"native": [1.0, 2.0, 9.0], "reference": [2.0, 4.0, 18.0], "identity": [1.0, 1.0, 3.0]},
+        bytes_moved=8000,
+        limit_gbps=8000 / 1.0 / 1e9,
+    )
     assert result.ratio() == 2.0
     assert result.floor == "identity" and result.over_floor() == 2.0
     assert result.native_gbps() == pytest.approx(8000 / 2.0 / 1e9)
@@ -48,16 +52,26 @@ def test_ratios_are_taken_round_by_round_and_bandwidth_from_the_median():
 
 
 def test_floor_is_identity_plus_read_when_measured():
-    result = bench.Result("fwd+bwd", "eager", 8, "float32", "variable",
-                          {"native": [1.0], "reference": [2.0], "identity": [0.5], "identity+read": [0.8]})
+    result = bench.Result(
+        "fwd+bwd",
+        "eager",
+        8,
+        "float32",
+        "variable",
+        {"native": [1.0], "reference": [2.0], "identity": [0.5], "identity+read": [0.8]},
+    )
     assert result.floor == "identity+read"
     assert bench.Result("dann step", "tf.function", 8, "float32", "float", {"no GRL": [1.0]}).floor == "no GRL"
 
 
 @pytest.mark.parametrize("kind", bench.LAMBDA_KINDS)
 def test_cases_run_each_implementation_on_tiny_tensors(kind):
-    for result in (bench.case_eager(64, tf.float16, 2, kind), bench.case_function(64, tf.float32, 2, False, kind),
-                   bench.case_function(64, tf.bfloat16, 2, True, kind), bench.case_chain(64, tf.float32, 2, kind)):
+    for result in (
+        bench.case_eager(64, tf.float16, 2, kind),
+        bench.case_function(64, tf.float32, 2, False, kind),
+        bench.case_function(64, tf.bfloat16, 2, True, kind),
+        bench.case_chain(64, tf.float32, 2, kind),
+    ):
         expected = set(bench.IMPLEMENTATIONS)
         if result.mode == "eager" and kind == "variable":
             expected.add("identity+read")  # the eager floor for a Variable lambda
@@ -122,10 +136,20 @@ def test_the_limit_is_the_fastest_pass_of_any_way_in_any_round():
 
 def _case_with_limit(native: list[float], **ways: list[float]) -> bench.Result:
     rounds = len(native)
-    result = bench.Result("fwd+bwd", "tf.function", 1 << 20, "float32", "variable",
-                          {"native": native, "reference": [2 * t for t in native], "identity": [0.001] * rounds,
-                           **{"limit: " + name: samples for name, samples in ways.items()}},
-                          bytes_moved=8 << 20)
+    result = bench.Result(
+        "fwd+bwd",
+        "tf.function",
+        1 << 20,
+        "float32",
+        "variable",
+        {
+            "native": native,
+            "reference": [2 * t for t in native],
+            "identity": [0.001] * rounds,
+            **{"limit: " + name: samples for name, samples in ways.items()},
+        },
+        bytes_moved=8 << 20,
+    )
     result.take_limit("limit: ")
     return result
 
@@ -136,8 +160,9 @@ def test_a_case_slower_than_the_best_way_in_every_round_reads_below_the_limit_wh
     # most 1/1.1 of the limit (the quietest round's pass), and less the more
     # of its rounds met the load.
     load = [1.0, 5.0, 2.0, 5.0, 1.0, 4.0, 5.0]
-    result = _case_with_limit([0.011 * x for x in load], copy=[0.010 * x for x in load],
-                              **{"in place": [0.012 * x for x in load]})
+    result = _case_with_limit(
+        [0.011 * x for x in load], copy=[0.010 * x for x in load], **{"in place": [0.012 * x for x in load]}
+    )
     assert set(result.times) == {"native", "reference", "identity"}
     assert set(result.limit_times) == {"copy", "in place"}
     assert result.fraction_of_limit() == pytest.approx(1 / 1.1 / 4.0)  # median load x4, limit at x1
@@ -174,8 +199,16 @@ def test_cases_time_the_limits_ways_in_their_own_rounds(small_cache):
 def test_every_row_of_a_size_is_read_against_the_fastest_pass_of_the_whole_run():
     quiet = _case_with_limit([0.02] * 3, copy=[0.010, 0.011, 0.012], multiply=[0.05] * 3)  # own limit: 0.010
     loaded = _case_with_limit([0.02] * 3, copy=[0.015, 0.016, 0.017], multiply=[0.05] * 3)
-    in_cache = bench.Result("fwd+bwd", "eager", 1 << 20, "float32", "variable", {"native": [0.02]},
-                            bytes_moved=8 << 20, limit_times={"copy": [0.001]})  # no limit applies
+    in_cache = bench.Result(
+        "fwd+bwd",
+        "eager",
+        1 << 20,
+        "float32",
+        "variable",
+        {"native": [0.02]},
+        bytes_moved=8 << 20,
+        limit_times={"copy": [0.001]},
+    )  # no limit applies
     kernel = limit.KernelBandwidth(1 << 20, 4 << 20, 1.0, 1.0, {"copy": [0.008, 0.009]})
     limits = cli.pooled_limits([quiet, loaded, in_cache], [kernel])
     assert limits[4 << 20].gbps == pytest.approx(2 * (4 << 20) / 0.001 / 1e9)  # pools every row's samples
@@ -190,10 +223,13 @@ def test_every_row_of_a_size_is_read_against_the_fastest_pass_of_the_whole_run()
 def test_the_limits_ways_include_the_kernels_own_pass_and_move_every_byte():
     ways = limit.LimitWays(1 << 12)
     try:
-        names = {name[len(limit.LIMIT_PREFIX):].split(",")[0] for name in ways.calls}
+        names = {name[len(limit.LIMIT_PREFIX) :].split(",")[0] for name in ways.calls}
         assert names == {"numpy copy", "numpy in place", "kernel", "kernel in place", "tf.function multiply"}
-        streaming = next(way for way in ways.copies if len(way.parts[0]) == 2
-                         and way.parts[0][0].dtype == np.float32 and not np.shares_memory(*way.parts[0]))
+        streaming = next(
+            way
+            for way in ways.copies
+            if len(way.parts[0]) == 2 and way.parts[0][0].dtype == np.float32 and not np.shares_memory(*way.parts[0])
+        )
         src, dst = streaming.parts[0]
         src[:] = np.arange(src.size, dtype=np.float32)
         streaming()
@@ -215,11 +251,14 @@ def test_a_kernel_pass_is_nine_passes_minus_one_over_eight_per_round():
     assert limit.pass_times([1.0, 2.0], [9.0, 4.0]) == [1.0, 0.25]
 
 
-@pytest.mark.parametrize("one, nine, expected", [
-    ([1.0, 1.0, 1.0], [9.0, 9.0, 9.0], 1.0),
-    ([1.0, 2.0, 1.0], [1.0, 1.5, 1.0], None),  # 9 passes "faster" than 1: noise, no figure
-    ([1.0], [1.0], None),
-])
+@pytest.mark.parametrize(
+    "one, nine, expected",
+    [
+        ([1.0, 1.0, 1.0], [9.0, 9.0, 9.0], 1.0),
+        ([1.0, 2.0, 1.0], [1.0, 1.5, 1.0], None),  # 9 passes "faster" than 1: noise, no figure
+        ([1.0], [1.0], None),
+    ],
+)
 def test_kernel_time_is_positive_or_no_figure(one, nine, expected):
     assert limit.kernel_seconds(one, nine) == expected
 
@@ -261,98 +300,25 @@ def test_allocation_count_prints_no_profiler_chatter(capfd):
     assert "GPU trace" not in captured.err
 
 
-@pytest.mark.parametrize("text, sizes", [("1K", [1024]), ("16M,64M", [1 << 24, 1 << 26]), ("1000, 2k", [1000, 2048]),
-                                         ("1G", [1 << 30])])
-def test_sizes_are_read_as_the_table_writes_them(text, sizes):
-    assert table.parse_sizes(text) == sizes
-    assert [table.parse_size(table.size_label(n)) for n in sizes] == sizes
-
-
-@pytest.mark.parametrize("text", ["", "0", "-1", "1.5M", "16MB", "M", "1K,", "abc"])
-def test_bad_sizes_are_rejected_naming_the_accepted_forms(text):
-    with pytest.raises(ValueError, match="size"):
-        table.parse_sizes(text)
-
-
-def test_size_labels():
-    assert [table.size_label(n) for n in (1000, 1024, 1 << 16, 3 << 20, 1 << 30)] == ["1000", "1K", "64K", "3M", "1G"]
-
-
-def test_table_has_a_section_per_lambda_the_variable_first():
-    results = [bench.Result("fwd+bwd", "eager", 1024, "float32", kind,
-                            {"native": [1e-4], "reference": [2e-4], "identity": [0.9e-4]})
-               for kind in ("float", "variable")]
-    text = table.format_table(results)
-    assert text.index("lambda: a tf.Variable") < text.index("lambda: a Python float")
-    assert text.count("ref/ native/") == 2 and text.count("native   floor") == 2  # a header per section
-
-
-def table_results(size_bytes: int = 4) -> list:
-    """Rows of every kind a run has: eager 1K (no GB/s), 1M (in a 32 MiB
-    cache), 64M (a limit), chain, DANN step; long numbers, the widest dtype."""
-    dtype = {2: "bfloat16", 4: "float32"}[size_bytes]
-    rows = []
-    for case, mode, size in [("fwd+bwd", "eager", 1 << 10), ("fwd+bwd", "tf.function", 1 << 20),
-                             ("fwd+bwd", "xla", 1 << 26), ("chain", "tf.function", 1 << 24),
-                             ("dann step", "tf.function", 256)]:
-        floor = {"dann step": "no GRL", "chain": "identity"}.get(case, "identity+read")
-        moved = 2 * size * size_bytes if case == "fwd+bwd" and size >= 1 << 20 else 0
-        rows.append(bench.Result(case, mode, size, dtype if case != "dann step" else "float32", "variable",
-                                 {"native": [0.123456], "reference": [0.654321], floor: [0.0999]}, bytes_moved=moved,
-                                 limit_gbps=57.3 if size == 1 << 26 else None))
-    return rows
-
-
-def test_table_rows_fit_the_width_with_a_header_a_reader_can_read(monkeypatch):
-    monkeypatch.setattr(limit, "last_level_cache_bytes", lambda: 32 << 20)
-    text = table.format_table(table_results(2))
-    assert max(len(line) for line in text.splitlines()) <= table.WIDTH == 100, text
-    top, bottom = next((a, b) for a, b in zip(text.splitlines(), text.splitlines()[1:]) if b.startswith("case "))
-    # Each header cell read downwards: both lines cut where the lower line's words end.
-    ends = [m.end() for m in re.finditer(r"\S+", bottom)]
-    cells = [" ".join(line[start:end].strip() for line in (top, bottom)).strip()
-             for start, end in zip([0, *ends], ends)]
-    assert cells == ["case", "mode", "size", "dtype", "native ms", "reference ms", "floor ms", "ref/ native",
-                     "native/ floor", "backward GB/s", "limit GB/s", "% of limit"], cells
-    row = next(line for line in text.splitlines() if line.startswith("fwd+bwd   xla"))
-    assert row.split()[-3:] == ["2.2", "57.3", "4%"]  # 2 x 64M x 2 bytes over 0.123456 s, of 57.3 GB/s
-
-
-def test_the_table_says_once_above_it_why_limit_columns_are_empty(monkeypatch):
-    monkeypatch.setattr(limit, "last_level_cache_bytes", lambda: 32 << 20)
-    text = table.format_table(table_results() + [dataclasses.replace(r, lambda_kind="float") for r in table_results()])
-    notes = [line for line in text.split("\n\n")[0].split("\n") if "empty" in line]
-    assert text.count("not bound by memory bandwidth") == 1 and text.count("32 MiB last-level cache") == 1
-    assert text.index("memory limit applies") < text.index("lambda: a tf.Variable"), text
-    assert notes and "under 1M, chain, dann step" in text.replace("\n", " ")
-    # 1M float32: dy and dx of 4 MiB each, in a 32 MiB cache; 8M (32 MiB each) is the first that goes to memory.
-    assert "limit empty at 1M:" in text.replace("\n", " ") and "from --sizes 8M on" in text.replace("\n", " ")
-    monkeypatch.setattr(limit, "last_level_cache_bytes", lambda: 1 << 20)  # 1M float32 goes to memory
-    measured = [dataclasses.replace(r, limit_gbps=50.0) for r in table_results() if r.bytes_moved]
-    assert table.empty_limit_note(measured) is None
-    assert "empty" not in table.format_table(measured)
-
-
-def test_quick_plot_title_says_how_many_sizes():
-    assert "3 sizes" in cli.plot_title("float32", True, cli.QUICK_SIZES)
-    assert "sizes" not in cli.plot_title("float32", False, cli.FULL_SIZES)
-
-
-def test_cli_writes_json_and_plot(tmp_path, capsys):
-    assert main(["bench", "--sizes", "256,1K", "--rounds", "2", "--no-memory", "--no-dann",
-                 "--out", str(tmp_path)]) == 0
-    printed = capsys.readouterr().out
-    assert "ref/ native/" in printed and "chain" in printed and "native/(identity+read)" in printed
-    payload = json.loads((tmp_path / "bench.json").read_text())
-    rows = [r for r in payload["results"] if r["case"] == "fwd+bwd"]
-    assert {r["size"] for r in rows} == {256, 1024}
-    assert {r["lambda_kind"] for r in rows} == {"variable", "float"}
-    assert (tmp_path / "bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-
-
 def test_cli_measures_the_limit_for_bandwidth_bound_sizes(tmp_path, capsys, small_cache):
-    assert main(["bench", "--sizes", "1M", "--rounds", "2", "--lambda", "variable", "--no-memory",
-                 "--no-dann", "--out", str(tmp_path)]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "--sizes",
+                "1M",
+                "--rounds",
+                "2",
+                "--lambda",
+                "variable",
+                "--no-memory",
+                "--no-dann",
+                "--out",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "memory-bandwidth limit" in printed and "kernel alone" in printed
     payload = json.loads((tmp_path / "bench.json").read_text())
@@ -365,96 +331,9 @@ def test_cli_measures_the_limit_for_bandwidth_bound_sizes(tmp_path, capsys, smal
     assert kernel[0]["limit_gbps"] > 0
 
 
-@pytest.mark.parametrize("argv", [["--sizes", "1k2"], ["--sizes", "16MB"], ["--rounds", "0"], ["--lambda", "int"]])
-def test_cli_rejects_bad_arguments(argv, capsys):
-    with pytest.raises(SystemExit):
-        main(["bench", *argv])
-    assert "usage" in capsys.readouterr().err
-
-
-def test_progress_is_one_line_per_case_when_not_a_terminal(capsys, monkeypatch):
-    monkeypatch.setattr(sys.stderr, "isatty", lambda: False, raising=False)
-    progress = cli.Progress(2)
-    progress.start(0, "eager 1K")
-    progress.start(1, "chain")
-    progress.finish()
-    assert capsys.readouterr().err.splitlines() == ["bench [1/2] eager 1K", "bench [2/2] chain"]
-
-
-def test_verbose_flag_does_not_override_a_top_level_one():
-    import argparse
-
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--verbose", action="store_true")
-    bench.add_cli(parser.add_subparsers(dest="command"))
-    assert parser.parse_args(["--verbose", "bench"]).verbose is True
-    assert parser.parse_args(["bench", "--verbose"]).verbose is True
-    assert parser.parse_args(["bench"]).verbose is False
-    sizes = parser.parse_args(["bench", "--sizes", "16M,64M"]).sizes
-    assert sizes == [1 << 24, 1 << 26]
-
-
-def test_the_limit_and_kernel_sections_wrap_at_the_tables_width():
-    from grad_reverse.bench import table
-
-    ways = {f"{limit.LIMIT_PREFIX}{name}, 2 threads": [0.004, 0.005, 0.006]
-            for name in ("numpy copy", "numpy in place", "kernel", "kernel in place", "tf.function multiply")}
-    limits = {size: limit_from_times(size, ways) for size in (64 << 10, 4 << 20, 64 << 20)}
-    kernel = limit.KernelBandwidth(1 << 20, 4 << 20, 1.0, 1.0, ways)
-    text = table.format_limits(limits, 4) + "\n" + table.format_kernel_rows([kernel], "float32")
-    assert max(len(line) for line in text.splitlines()) <= table.WIDTH, text
-    assert "tf.function multiply" in text.replace("\n          ", " ")  # wrapped, not cut
-
-
 def test_interleaved_rotates_the_first_callables_and_settles_each_sample():
     log = []
     calls = {name: (lambda name=name: log.append(name)) for name in ("a", "b", "c", "way")}
     bench.interleaved(calls, rounds=3, settle=2, rotate=3, after_round=lambda: log.append("|"))
     rounds = "".join(log[4:]).split("|")[:-1]  # after the warm-up calls
     assert rounds == [first + "way" * 3 for first in ("aaabbbccc", "bbbcccaaa", "cccaaabbb")]
-
-
-def _plotted_panel(limit_sizes: tuple[int, ...]):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from grad_reverse.bench import plot
-
-    rows = []
-    for mode in ("eager", "tf.function", "xla"):
-        for size in (1 << 10, 1 << 20, 1 << 24):
-            seconds = size * 8 / 20e9 + 20e-6
-            limited = size in limit_sizes and mode == "tf.function"
-            rows.append(bench.Result("fwd+bwd", mode, size, "float32", "variable",
-                                     {"native": [seconds] * 3, "reference": [2 * seconds] * 3,
-                                      "identity+read": [0.9 * seconds] * 3},
-                                     bytes_moved=size * 8, limit_gbps=30.0 if limited else None))
-    figure, ax = plt.subplots()
-    plot._panel(ax, rows, "variable")
-    labels = ax.get_legend_handles_labels()[1]
-    texts = [text.get_text() for text in ax.texts]
-    plt.close(figure)
-    return labels, texts
-
-
-def test_the_plot_draws_and_labels_the_limit_over_two_sizes_or_more():
-    labels, texts = _plotted_panel((1 << 20, 1 << 24))
-    assert any(label.startswith("out of reach") for label in labels) and texts == ["memory-bandwidth limit"]
-
-
-def test_the_quick_plot_has_no_limit_label_or_legend_entry_when_it_draws_no_limit():
-    # --quick: one size (16M) beyond the caches, where a region has no width.
-    labels, texts = _plotted_panel((1 << 24,))
-    assert not any(label.startswith("out of reach") for label in labels) and texts == []
-    assert "native (tf.function)" in labels
-
-
-def test_without_out_the_command_writes_json_and_plot_to_the_default_folder_and_says_where(tmp_path, capsys,
-                                                                                          monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    assert main(["bench", "--sizes", "256", "--rounds", "2", "--lambda", "float", "--no-memory", "--no-dann"]) == 0
-    printed = capsys.readouterr().out
-    folder = tmp_path / cli.DEFAULT_OUT
-    assert (folder / "bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and (folder / "bench.json").is_file()
-    assert f"wrote {os.path.join(cli.DEFAULT_OUT, 'bench.json')} and {os.path.join(cli.DEFAULT_OUT, 'bench.png')}" in printed

@@ -85,8 +85,10 @@ def test_a_command_prints_its_own_output_and_verbose_adds_tensorflows_start_up_l
     assert quiet.returncode == 0, quiet.stderr
     assert "dloss/dx" in quiet.stdout
     assert quiet.stderr == ""
-    for verbose in (run_python("-m", "grad_reverse", "--verbose", "example"),
-                    run_python("-m", "grad_reverse", "example", "--verbose")):
+    for verbose in (
+        run_python("-m", "grad_reverse", "--verbose", "example"),
+        run_python("-m", "grad_reverse", "example", "--verbose"),
+    ):
         assert verbose.returncode == 0, verbose.stderr
         assert verbose.stdout == quiet.stdout
         # Whatever this TensorFlow says at start-up; on x86 TensorFlow 2.21
@@ -130,8 +132,12 @@ USER_PROGRAM = (
 
 
 def test_import_binds_every_public_name_and_changes_no_log_setting():
-    result = run_python("-c", USER_PROGRAM.format(
-        extra=", grad_reverse; print('unbound', [n for n in grad_reverse.__all__ if n not in vars(grad_reverse)])"))
+    result = run_python(
+        "-c",
+        USER_PROGRAM.format(
+            extra=", grad_reverse; print('unbound', [n for n in grad_reverse.__all__ if n not in vars(grad_reverse)])"
+        ),
+    )
     assert result.returncode == 0, result.stderr
     # Bound by the import itself (not on first use), `serving` included.
     assert "unbound []" in result.stdout
@@ -146,12 +152,18 @@ def test_the_package_namespace_shows_only_its_api_and_its_modules():
     import grad_reverse
 
     public = {name: value for name, value in vars(grad_reverse).items() if not name.startswith("_")}
-    strays = sorted(name for name, value in public.items()
-                    if name not in grad_reverse.__all__ and not isinstance(value, types.ModuleType))
+    strays = sorted(
+        name
+        for name, value in public.items()
+        if name not in grad_reverse.__all__ and not isinstance(value, types.ModuleType)
+    )
     assert strays == []
     # A module among them must be one of the package's own, not an import it made for itself.
-    foreign = sorted(name for name, value in public.items()
-                     if isinstance(value, types.ModuleType) and not value.__name__.startswith("grad_reverse."))
+    foreign = sorted(
+        name
+        for name, value in public.items()
+        if isinstance(value, types.ModuleType) and not value.__name__.startswith("grad_reverse.")
+    )
     assert foreign == []
 
 
@@ -168,19 +180,22 @@ def test_a_program_started_with_dash_m_that_imports_the_package_gets_it_loaded(t
 # --- how the command line is recognized, and what is filtered ------------------------------
 
 
-@pytest.mark.parametrize("argv, orig_argv, expected", [
-    (["-m", "--help"], ["python", "-m", "grad_reverse", "--help"], True),
-    (["-m"], ["python", "-B", "-m", "grad_reverse"], True),
-    (["-m", "demo"], ["python", "-mgrad_reverse", "demo"], True),
-    (["-m", "x"], ["python", "-m", "grad_reverse.__main__", "x"], True),
-    (["-m", "x"], ["python", "-m", "other_tool", "x"], False),
-    (["-m", "x"], ["python", "-m", "grad_reverse_other", "x"], False),
-    (["-m", "x"], [], False),  # nothing to tell which module: import as usual
-    (["/venv/bin/grad-reverse", "demo"], ["python", "/venv/bin/grad-reverse", "demo"], True),
-    (["train.py"], ["python", "train.py"], False),
-    (["-c"], ["python", "-c", "import grad_reverse"], False),
-    ([], [], False),
-])
+@pytest.mark.parametrize(
+    "argv, orig_argv, expected",
+    [
+        (["-m", "--help"], ["python", "-m", "grad_reverse", "--help"], True),
+        (["-m"], ["python", "-B", "-m", "grad_reverse"], True),
+        (["-m", "demo"], ["python", "-mgrad_reverse", "demo"], True),
+        (["-m", "x"], ["python", "-m", "grad_reverse.__main__", "x"], True),
+        (["-m", "x"], ["python", "-m", "other_tool", "x"], False),
+        (["-m", "x"], ["python", "-m", "grad_reverse_other", "x"], False),
+        (["-m", "x"], [], False),  # nothing to tell which module: import as usual
+        (["/venv/bin/grad-reverse", "demo"], ["python", "/venv/bin/grad-reverse", "demo"], True),
+        (["train.py"], ["python", "train.py"], False),
+        (["-c"], ["python", "-c", "import grad_reverse"], False),
+        ([], [], False),
+    ],
+)
 def test_starting_command_line(argv, orig_argv, expected):
     assert _startup.starting_command_line(argv, orig_argv) is expected
 
@@ -260,16 +275,18 @@ def test_version_prints_the_version_without_a_command(capsys):
 
 
 def test_version_with_the_real_command():
-    result = subprocess.run([sys.executable, "-m", "grad_reverse", "--version"], capture_output=True, text=True,
-                            timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "grad_reverse", "--version"], capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == f"grad-reverse {grad_reverse.__version__}"
     assert "COMMAND is required" not in result.stderr
 
 
 @pytest.mark.parametrize("command", [["check-serving"], ["make-servable"]], ids=["check-serving", "make-servable"])
-@pytest.mark.parametrize("kind, says", [("missing", "no such directory"),
-                                        ("file", "not a directory (a SavedModel is a directory)")])
+@pytest.mark.parametrize(
+    "kind, says", [("missing", "no such directory"), ("file", "not a directory (a SavedModel is a directory)")]
+)
 def test_a_bad_serving_path_is_reported_before_tensorflow_loads(tmp_path, command, kind, says):
     # A `tensorflow` that refuses to import, first on the path: the answer
     # must come without it.
@@ -281,8 +298,9 @@ def test_a_bad_serving_path_is_reported_before_tensorflow_loads(tmp_path, comman
         path.write_text("not a SavedModel")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(fake.parent), str(Path(grad_reverse.__file__).parents[1])]))
     args = [*command, str(path)] + ([str(tmp_path / "dst")] if command == ["make-servable"] else [])
-    result = subprocess.run([sys.executable, "-m", "grad_reverse", *args], capture_output=True, text=True,
-                            env=env, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "grad_reverse", *args], capture_output=True, text=True, env=env, timeout=300
+    )
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip() == f"{command[0]}: error: {path}: {says}"
     assert not (tmp_path / "dst").exists()

@@ -68,5 +68,5 @@ def test_every_tracked_folder_is_in_the_map():
     assert "cc/ops" in folders, "the folder lister finds"
     missing = sorted(folders - mapped_paths(MAP.read_text(encoding="utf-8")))
     assert not missing, (
-        f"folders of the tree that {MAP.relative_to(ROOT)}'s Layout tables do not name "
-        f"(add a row for each): {missing}")
+        f"folders of the tree that {MAP.relative_to(ROOT)}'s Layout tables do not name (add a row for each): {missing}"
+    )

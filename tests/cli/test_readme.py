@@ -45,7 +45,7 @@ DOCUMENTS = [README, *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^([ \t]*)```python[ \t]*\n(.*?)^\1```", re.MULTILINE | re.DOTALL)
 ANY_FENCE = re.compile(r"^([ \t]*)```.*?^\1```", re.MULTILINE | re.DOTALL)
 CODE_SPAN = re.compile(r"`[^`\n]*`")
-BAZEL_MARKERS = ("local_repository(", "http_archive(", "SUPPORTED_TENSORFLOW_OPS", "cc_library(", "load(\"@")
+BAZEL_MARKERS = ("local_repository(", "http_archive(", "SUPPORTED_TENSORFLOW_OPS", "cc_library(", 'load("@')
 
 
 def relative(document: Path) -> str:
@@ -57,8 +57,10 @@ def python_blocks() -> list:
     blocks = []
     for document in DOCUMENTS:
         text = document.read_text(encoding="utf-8")
-        blocks += [(relative(document), text.count("\n", 0, m.start()) + 1, textwrap.dedent(m.group(2)))
-                   for m in FENCE.finditer(text)]
+        blocks += [
+            (relative(document), text.count("\n", 0, m.start()) + 1, textwrap.dedent(m.group(2)))
+            for m in FENCE.finditer(text)
+        ]
     return blocks
 
 
@@ -95,11 +97,11 @@ def setup_files(code: str) -> None:
 @functools.cache  # one module object for every block that uses it
 def mutant_class() -> type:
     """scripts/mutation_lib/mutants.py's Mutant, which docs/testing.md shows an entry of."""
-    spec = importlib.util.spec_from_file_location("mutation_mutants", ROOT / "scripts" / "mutation_lib" / "mutants.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while building the class
-    spec.loader.exec_module(module)
-    return module.Mutant
+    # Imported as scripts/mutation_check.py does: mutants.py imports the rest
+    # of the mutation_lib package.
+    if str(ROOT / "scripts") not in sys.path:
+        sys.path.insert(0, str(ROOT / "scripts"))
+    return importlib.import_module("mutation_lib.mutants").Mutant
 
 
 def setup_namespace(directory: Path) -> dict:
@@ -166,10 +168,9 @@ print("missing:", " ".join(missing))
 
 def test_every_grad_reverse_name_the_docs_show_exists_after_import_grad_reverse():
     # (or is a submodule that can be imported by that name)
-    names = sorted({
-        m.group(0) for m in DOTTED_NAME.finditer(all_text())
-        if m.group(0).rsplit(".", 1)[1] not in FILE_SUFFIXES
-    })
+    names = sorted(
+        {m.group(0) for m in DOTTED_NAME.finditer(all_text()) if m.group(0).rsplit(".", 1)[1] not in FILE_SUFFIXES}
+    )
     assert "grad_reverse.serving.export_serving" in names  # the finder finds
     # A fresh process: here, other tests' imports of submodules would bind
     # attributes that a user's `import grad_reverse` alone might not.
@@ -236,10 +237,13 @@ def links(document: Path) -> list:
 def test_every_relative_link_resolves():
     found = {relative(document): links(document) for document in DOCUMENTS}
     assert "docs/serving.md" in found["README.md"], "the finder finds"
-    problems = [f"{name}: ({target}): {why}"
-                for document in DOCUMENTS
-                for name, target in [(relative(document), t) for t in found[relative(document)]]
-                for why in [broken(document, target)] if why]
+    problems = [
+        f"{name}: ({target}): {why}"
+        for document in DOCUMENTS
+        for name, target in [(relative(document), t) for t in found[relative(document)]]
+        for why in [broken(document, target)]
+        if why
+    ]
     assert not problems, "links that do not resolve:\n" + "\n".join(problems)
 
 
@@ -262,14 +266,16 @@ def test_the_readme_opens_with_the_two_commands_in_the_order_ci_reads_them():
     assert block, "README.md has no ```bash block"
     main_job, tests = block.group(1).strip().splitlines()
     assert main_job.startswith('pip install ".[bench]" && ') and main_job.endswith(
-        "python -m grad_reverse demo && python -m grad_reverse bench --quick"), main_job
+        "python -m grad_reverse demo && python -m grad_reverse bench --quick"
+    ), main_job
     assert tests == 'pip install ".[test]" && python -m pytest -m "not slow" tests', tests
     headings = re.findall(r"^## (.+)$", text, re.MULTILINE)
     assert text.index("## What it is") > block.start(), "the commands come first"
     assert headings[0] == "What it is", f"the first section after the commands is {headings[0]!r}"
     times = text.index("| CPU | first command: install |")
     assert text.index("## What it is") < times < text.index("## Python API"), (
-        "the times table follows 'What it is' and precedes the API")
+        "the times table follows 'What it is' and precedes the API"
+    )
 
 
 def test_the_readme_leaves_no_placeholder_for_the_reader_to_guess():
@@ -290,11 +296,14 @@ def test_one_python_range_everywhere_and_pyproject_agrees():
     assert oldest and classified, "pyproject.toml names requires-python and one classifier per Python"
     assert classified == list(range(int(oldest.group(1)), classified[-1] + 1)), (
         f"the classifiers' Pythons {[f'3.{minor}' for minor in classified]} do not run from "
-        f"requires-python's 3.{oldest.group(1)} without gaps")
+        f"requires-python's 3.{oldest.group(1)} without gaps"
+    )
     supported = (classified[0], classified[-1])
-    ranges = {(relative(document), (int(low), int(high)))
-              for document in DOCUMENTS
-              for low, high in PYTHON_RANGE.findall(document.read_text(encoding="utf-8"))}
+    ranges = {
+        (relative(document), (int(low), int(high)))
+        for document in DOCUMENTS
+        for low, high in PYTHON_RANGE.findall(document.read_text(encoding="utf-8"))
+    }
     assert ("README.md", supported) in ranges, "the finder finds"
     wrong = sorted((name, f"3.{low} to 3.{high}") for name, (low, high) in ranges if (low, high) != supported)
     assert not wrong, f"Python ranges that differ from pyproject.toml's 3.{supported[0]} to 3.{supported[1]}: {wrong}"

@@ -40,8 +40,9 @@ def as_arrays(lists) -> list[np.ndarray]:
     return [np.asarray(a, np.float32) for a in lists]
 
 
-def run_scenario(args: list[str], env_update: dict[str, str], timeout: float = SCENARIO_TIMEOUT_S, *,
-                 script: str) -> dict:
+def run_scenario(
+    args: list[str], env_update: dict[str, str], timeout: float = SCENARIO_TIMEOUT_S, *, script: str
+) -> dict:
     """Runs the test file `script` as a script and returns its RESULT json."""
     process = start_scenario(args, env_update, script)
     try:
@@ -63,8 +64,13 @@ def start_scenario(args: list[str], env_update: dict[str, str], script: str) -> 
     env = script_environment(CUDA_VISIBLE_DEVICES="-1", TF_CPP_MIN_LOG_LEVEL="2")
     env.pop("TF_CONFIG", None)  # only a worker gets one, its own
     env.update(env_update)
-    return subprocess.Popen([sys.executable, str(Path(script).resolve()), *args], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, str(Path(script).resolve()), *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def stop(process: subprocess.Popen) -> None:
@@ -79,7 +85,7 @@ def parse_result(process: subprocess.Popen, stdout: str, stderr: str) -> dict:
         f"scenario {process.args[2:]} exited with {process.returncode}\n"
         f"stdout tail:\n{stdout[-2000:]}\nstderr tail:\n{stderr[-4000:]}"
     )
-    return json.loads(lines[-1][len(RESULT_MARKER):])
+    return json.loads(lines[-1][len(RESULT_MARKER) :])
 
 
 def free_loopback_ports(count: int) -> list[int]:
@@ -127,7 +133,8 @@ def run_workers(args: list[str], workers: int, *, script: str) -> list[dict]:
                 # After a kill, communicate() returns everything each one wrote.
                 stderr = "\n".join(
                     f"--- worker {i}:\n{(outputs[i] if i in outputs else p.communicate(timeout=30))[1][-3000:]}"
-                    for i, p in enumerate(processes))
+                    for i, p in enumerate(processes)
+                )
                 pytest.fail(f"workers did not finish within {SCENARIO_TIMEOUT_S}s on {cluster}\n{stderr}")
     finally:
         for process in processes:

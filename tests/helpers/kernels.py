@@ -34,8 +34,7 @@ def run_with_cpu_path_variable(value: str, code: str) -> subprocess.CompletedPro
         "import numpy as np\n"
     )
     env = dict(os.environ, GRAD_REVERSE_CPU_PATH=value)
-    return subprocess.run([sys.executable, "-c", prelude + code], env=env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-c", prelude + code], env=env, capture_output=True, text=True, timeout=120)
 
 
 def op_library() -> ctypes.CDLL:

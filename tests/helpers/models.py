@@ -9,14 +9,20 @@ from grad_reverse._keras import keras
 from grad_reverse.adaptation import CDAN, DANN, MDD
 
 
-def parts(seed: int = 0, features: int = 2, hidden: int = 8, domain_activation: str = "sigmoid",
-          domain_units: int = 1) -> tuple:
+def parts(
+    seed: int = 0, features: int = 2, hidden: int = 8, domain_activation: str = "sigmoid", domain_units: int = 1
+) -> tuple:
     """A feature extractor, a sigmoid label head and a domain head, seeded."""
     keras.utils.set_random_seed(seed)
     feature_extractor = keras.Sequential([keras.Input((features,)), keras.layers.Dense(hidden, activation="tanh")])
     label_head = keras.Sequential([keras.Input((hidden,)), keras.layers.Dense(1, activation="sigmoid")])
-    domain_head = keras.Sequential([keras.Input((hidden,)), keras.layers.Dense(4, activation="relu"),
-                                    keras.layers.Dense(domain_units, activation=domain_activation)])
+    domain_head = keras.Sequential(
+        [
+            keras.Input((hidden,)),
+            keras.layers.Dense(4, activation="relu"),
+            keras.layers.Dense(domain_units, activation=domain_activation),
+        ]
+    )
     return feature_extractor, label_head, domain_head
 
 
@@ -50,20 +56,31 @@ def reversal_dann(lambda_schedule: str = "paper", lambda_max: float = 1.0, gamma
     domain head's (frozen, identity) output w, so the paper's domain term
     (source mean + target mean) is 2w; with domain_loss_weight 0.5,
     d loss / d w = -lambda behind the reversal."""
-    return DANN(w_extractor(), frozen("zeros"), frozen("ones"), lambda_schedule=lambda_schedule,
-                lambda_max=lambda_max, gamma=gamma)
+    return DANN(
+        w_extractor(),
+        frozen("zeros"),
+        frozen("ones"),
+        lambda_schedule=lambda_schedule,
+        lambda_max=lambda_max,
+        gamma=gamma,
+    )
 
 
 def w_extractor() -> keras.Sequential:
     """features = w * x, `w` (the layer named "w") starting at 1."""
-    return keras.Sequential([keras.Input((1,)), keras.layers.Dense(1, use_bias=False, kernel_initializer="ones",
-                                                                   name="w")])
+    return keras.Sequential(
+        [keras.Input((1,)), keras.layers.Dense(1, use_bias=False, kernel_initializer="ones", name="w")]
+    )
 
 
 def frozen(kernel: str, inputs: int = 1, activation=None) -> keras.Sequential:
     """One frozen unit without bias, its kernel all `kernel` ("zeros" or "ones")."""
-    return keras.Sequential([keras.Input((inputs,)), keras.layers.Dense(
-        1, activation=activation, use_bias=False, kernel_initializer=kernel, trainable=False)])
+    return keras.Sequential(
+        [
+            keras.Input((inputs,)),
+            keras.layers.Dense(1, activation=activation, use_bias=False, kernel_initializer=kernel, trainable=False),
+        ]
+    )
 
 
 def reversal_cdan(lambda_schedule: str = "paper", lambda_max: float = 1.0, gamma: float = 10.0) -> CDAN:
@@ -71,16 +88,31 @@ def reversal_cdan(lambda_schedule: str = "paper", lambda_max: float = 1.0, gamma
     The label head is one frozen sigmoid unit at zero, so g = (0.5, 0.5)
     (equal entropy weights) and the map is (0.5 w, 0.5 w); the frozen
     all-ones domain head gives w again."""
-    return CDAN(w_extractor(), frozen("zeros", activation="sigmoid"), frozen("ones", inputs=2),
-                entropy_conditioning=True, lambda_schedule=lambda_schedule, lambda_max=lambda_max, gamma=gamma)
+    return CDAN(
+        w_extractor(),
+        frozen("zeros", activation="sigmoid"),
+        frozen("ones", inputs=2),
+        entropy_conditioning=True,
+        lambda_schedule=lambda_schedule,
+        lambda_max=lambda_max,
+        gamma=gamma,
+    )
 
 
 def reversal_mdd(lambda_schedule: str = "paper", lambda_max: float = 1.0, gamma: float = 10.0) -> MDD:
     """`reversal_dann`'s MDD (regression form, margin 2): the frozen label head
     outputs 0 and the frozen adversarial head w, so the transfer term is
     2 * |w| - |w| = w (w > 0), and `w` moves by exactly +lambda per SGD(1) step."""
-    return MDD(w_extractor(), frozen("zeros"), frozen("ones"), form="regression",
-               margin=2.0, lambda_schedule=lambda_schedule, lambda_max=lambda_max, gamma=gamma)
+    return MDD(
+        w_extractor(),
+        frozen("zeros"),
+        frozen("ones"),
+        form="regression",
+        margin=2.0,
+        lambda_schedule=lambda_schedule,
+        lambda_max=lambda_max,
+        gamma=gamma,
+    )
 
 
 # The models whose `w` moves by exactly +lambda per step, by method (compiled by `compile_reversal`).
@@ -173,8 +205,7 @@ def cdan_mdd(method: str, trade_off: float = 1.0) -> keras.Model:
     label_head = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, activation="softmax")])
     if method == "cdan":
         domain_head = keras.Sequential([keras.Input((8,)), keras.layers.Dense(1)])
-        model = CDAN(feature_extractor, label_head, domain_head, entropy_conditioning=True,
-                     lambda_schedule="constant")
+        model = CDAN(feature_extractor, label_head, domain_head, entropy_conditioning=True, lambda_schedule="constant")
         model.compile(keras.optimizers.SGD(0.3), "sparse_categorical_crossentropy", domain_loss_weight=trade_off)
     else:
         model = MDD(feature_extractor, label_head, lambda_schedule="constant", lambda_max=0.5, trade_off=trade_off)

@@ -68,6 +68,7 @@ def unknown_length_dataset(batches: int = 3, batch: int = 4) -> tf.data.Dataset:
     """`batches` batches of (ones, zeros), shape [batch, 1], from a generator:
     a dataset whose length Keras learns only when it runs out (as with a
     stream), so a schedule cannot be told the fit's steps in advance."""
+
     def generate():
         for _ in range(batches):
             yield np.ones((batch, 1), "float32"), np.zeros((batch, 1), "float32")

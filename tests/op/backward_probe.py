@@ -1,4 +1,4 @@
-"""Run by tests/test_backward.py in a fresh process, with GRAD_REVERSE_BACKWARD
+"""Run by tests/op/test_backward_modes_and_stock.py in a fresh process, with GRAD_REVERSE_BACKWARD
 set as the test chooses (the package reads it once, at import): prints, as
 JSON, the backward chosen, the op types of the gradient graph per dtype, and
 first- and second-order gradients (eager, tf.function and XLA) and an
@@ -71,20 +71,27 @@ def as_list(t):
 def main() -> None:
     x = tf.constant(np.linspace(-2.0, 3.0, 7), tf.float32)
     lambda_ = tf.Variable(LAMBDA)
-    runs = {"eager": second_order, "function": tf.function(second_order),
-            "xla": tf.function(second_order, jit_compile=True)}
+    runs = {
+        "eager": second_order,
+        "function": tf.function(second_order),
+        "xla": tf.function(second_order, jit_compile=True),
+    }
     second = {}
     for name, run in runs.items():
         g, h, to_lambda = run(x, lambda_)
         second[name] = {"g": as_list(g), "h": as_list(h), "to_lambda": as_list(to_lambda)}
     kind, dense = indexed_slices_gradient()
-    print(json.dumps({
-        "backward": {"mode": ops.BACKWARD.mode, "kernel": ops.BACKWARD.kernel, "reason": ops.BACKWARD.reason},
-        "op_types": {d.name: gradient_op_types(d) for d in DTYPES},
-        "x": x.numpy().tolist(),
-        "second_order": second,
-        "indexed_slices": {"type": kind, "dense": dense},
-    }))
+    print(
+        json.dumps(
+            {
+                "backward": {"mode": ops.BACKWARD.mode, "kernel": ops.BACKWARD.kernel, "reason": ops.BACKWARD.reason},
+                "op_types": {d.name: gradient_op_types(d) for d in DTYPES},
+                "x": x.numpy().tolist(),
+                "second_order": second,
+                "indexed_slices": {"type": kind, "dense": dense},
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -1,42 +1,47 @@
-"""The choice of backward (GRAD_REVERSE_BACKWARD, python/grad_reverse/_backward.py)
-and the stock-ops backward it can choose.
+"""The choice of backward (GRAD_REVERSE_BACKWARD, python/grad_reverse/_backward.py).
 
 No GPU is needed: the decision is a pure function of the variable, the build
 record, the visible GPUs and the driver's CUDA version, which the tests pass
-in; the modes themselves run in fresh processes (the variable is read once,
-at import); the stock backward is compared bit for bit with the native
-kernel on the CPU, every float16 and bfloat16 value included.
+in. The modes run, and the stock backward compared bit for bit with the
+native kernel, are in test_backward_modes_and_stock.py.
 """
 
-import json
 import os
 import subprocess
 import sys
 import warnings
-from pathlib import Path
 
-import numpy as np
 import pytest
-import tensorflow as tf
 
 import grad_reverse
 from grad_reverse import _backward, _gpu_support, _library_calls, ops
 from grad_reverse._backward import decide
 from grad_reverse._xla import kernel_devices
-from helpers.tensors import LAMBDAS, assert_bitwise_equal
 
 GPUS = ["/physical_device:GPU:0"]
-NO_NVCC = {"cuda": False, "cuda_note": "no CUDA toolkit (nvcc) found at build time",
-           "tensorflow_cuda_version": "12.5.1", "cuda_toolkit_version": ""}
-CUDA_13 = {"cuda": True, "cuda_toolkit_version": "13.0.88", "tensorflow_cuda_version": "12.5.1",
-           "cuda_architectures": "75-real;80-real;90"}
-CUDA_12 = {"cuda": True, "cuda_toolkit_version": "12.8.93", "tensorflow_cuda_version": "12.5.1",
-           "cuda_architectures": "70-real;80-real;90"}
+NO_NVCC = {
+    "cuda": False,
+    "cuda_note": "no CUDA toolkit (nvcc) found at build time",
+    "tensorflow_cuda_version": "12.5.1",
+    "cuda_toolkit_version": "",
+}
+CUDA_13 = {
+    "cuda": True,
+    "cuda_toolkit_version": "13.0.88",
+    "tensorflow_cuda_version": "12.5.1",
+    "cuda_architectures": "75-real;80-real;90",
+}
+CUDA_12 = {
+    "cuda": True,
+    "cuda_toolkit_version": "12.8.93",
+    "tensorflow_cuda_version": "12.5.1",
+    "cuda_architectures": "70-real;80-real;90",
+}
 AMPERE = {GPUS[0]: (8, 0)}
-PROBE = Path(__file__).with_name("backward_probe.py")
 
 
 # ------------------------------------------------------------- decision ----
+
 
 @pytest.mark.parametrize("value", [None, "", "auto", "native", "stock", "Native", " STOCK "])
 def test_accepted_values_without_gpus(value):
@@ -56,9 +61,11 @@ def test_an_unknown_value_names_the_variable_and_the_accepted_values(value):
 
 
 def test_auto_uses_the_cuda_kernel_when_the_driver_has_the_library_cuda_major():
-    for build, driver, versions in [(CUDA_13, 13000, "driver CUDA 13.0, library CUDA 13.0.88"),
-                                    (CUDA_12, 12040, "driver CUDA 12.4, library CUDA 12.8.93"),
-                                    (CUDA_12, 13010, "driver CUDA 13.1, library CUDA 12.8.93")]:
+    for build, driver, versions in [
+        (CUDA_13, 13000, "driver CUDA 13.0, library CUDA 13.0.88"),
+        (CUDA_12, 12040, "driver CUDA 12.4, library CUDA 12.8.93"),
+        (CUDA_12, 13010, "driver CUDA 13.1, library CUDA 12.8.93"),
+    ]:
         backward = decide("auto", build, GPUS, driver, AMPERE)
         assert backward.kernel == "native" and backward.warning is None, backward
         assert backward.reason == f"native CUDA kernel on the GPU; {versions}"
@@ -67,10 +74,14 @@ def test_auto_uses_the_cuda_kernel_when_the_driver_has_the_library_cuda_major():
 def test_auto_uses_stock_ops_and_says_why_when_the_build_had_no_nvcc():
     backward = decide(None, NO_NVCC, GPUS, None)
     assert backward.kernel == "stock"
-    assert backward.reason == "the grad_reverse library has no CUDA kernels (no CUDA toolkit (nvcc) found at build time)"
+    assert (
+        backward.reason == "the grad_reverse library has no CUDA kernels (no CUDA toolkit (nvcc) found at build time)"
+    )
     warning = backward.warning
-    assert warning.startswith("grad_reverse: TensorFlow sees 1 GPU(s) (/physical_device:GPU:0), but the "
-                              "grad_reverse library has no CUDA kernels (no CUDA toolkit (nvcc) found at build time)")
+    assert warning.startswith(
+        "grad_reverse: TensorFlow sees 1 GPU(s) (/physical_device:GPU:0), but the "
+        "grad_reverse library has no CUDA kernels (no CUDA toolkit (nvcc) found at build time)"
+    )
     assert "stock TensorFlow ops (dy * -lambda) on every device, which run on the GPU" in warning
     assert "install a CUDA 12.5.1 toolkit" in warning and "pip install --force-reinstall --no-deps ." in warning
     assert "Set GRAD_REVERSE_BACKWARD=stock to choose stock ops explicitly" in warning
@@ -86,9 +97,14 @@ def test_auto_uses_stock_ops_and_names_both_versions_when_the_driver_is_too_old(
     assert "CUDA 12.5.1 toolkit" in backward.warning  # the other fix: rebuild for TensorFlow's CUDA
 
 
-@pytest.mark.parametrize("driver, says", [(0, "no NVIDIA driver was found"),
-                                          (-1, "could not determine the driver's CUDA version"),
-                                          (None, "could not determine the driver's CUDA version")])
+@pytest.mark.parametrize(
+    "driver, says",
+    [
+        (0, "no NVIDIA driver was found"),
+        (-1, "could not determine the driver's CUDA version"),
+        (None, "could not determine the driver's CUDA version"),
+    ],
+)
 def test_auto_uses_stock_ops_when_the_driver_is_missing_or_unknown(driver, says):
     backward = decide("auto", CUDA_13, GPUS, driver)
     assert backward.kernel == "stock" and says in backward.warning
@@ -112,20 +128,23 @@ def test_native_is_obeyed_but_warns_of_a_cpu_round_trip_or_a_failing_launch():
     assert fine.reason == "chosen by GRAD_REVERSE_BACKWARD=native; driver CUDA 13.0, library CUDA 13.0.88"
 
 
-@pytest.mark.parametrize("architectures, capability, runs", [
-    ("75-real;80-real;90", (8, 6), True),    # sm_80 SASS runs on 8.6
-    ("75-real;80-real;90", (7, 5), True),
-    ("75-real;80-real;90", (9, 0), True),
-    ("75-real;80-real;90", (12, 0), True),   # compute_90 PTX, compiled by the driver
-    ("75-real;80-real;90", (6, 1), False),   # Pascal: no SASS of major 6, PTX 9.0 too new
-    ("75-real;80-real;90", (7, 0), False),   # sm_75 SASS does not run on 7.0
-    ("75-real;80-real", (9, 0), False),      # no SASS of major 9, no PTX
-    ("75-real;80-real", (12, 0), False),
-    ("70-real;80-real;90", (7, 2), True),
-    ("90-virtual", (8, 9), False),           # PTX only runs on capabilities at least its own
-    ("90-virtual", (10, 0), True),
-    ("100-real", (10, 3), True),
-])
+@pytest.mark.parametrize(
+    "architectures, capability, runs",
+    [
+        ("75-real;80-real;90", (8, 6), True),  # sm_80 SASS runs on 8.6
+        ("75-real;80-real;90", (7, 5), True),
+        ("75-real;80-real;90", (9, 0), True),
+        ("75-real;80-real;90", (12, 0), True),  # compute_90 PTX, compiled by the driver
+        ("75-real;80-real;90", (6, 1), False),  # Pascal: no SASS of major 6, PTX 9.0 too new
+        ("75-real;80-real;90", (7, 0), False),  # sm_75 SASS does not run on 7.0
+        ("75-real;80-real", (9, 0), False),  # no SASS of major 9, no PTX
+        ("75-real;80-real", (12, 0), False),
+        ("70-real;80-real;90", (7, 2), True),
+        ("90-virtual", (8, 9), False),  # PTX only runs on capabilities at least its own
+        ("90-virtual", (10, 0), True),
+        ("100-real", (10, 3), True),
+    ],
+)
 def test_auto_uses_the_kernel_exactly_on_gpus_the_built_architectures_cover(architectures, capability, runs):
     build = dict(CUDA_13, cuda_architectures=architectures)
     assert _gpu_support.runs_on(architectures.split(";"), capability) is runs
@@ -135,8 +154,10 @@ def test_auto_uses_the_kernel_exactly_on_gpus_the_built_architectures_cover(arch
         assert backward.warning is None
     else:
         found = f"{capability[0]}.{capability[1]}"
-        assert backward.reason == (f"/physical_device:GPU:0 has compute capability {found}, which the library's "
-                                   f"CUDA kernels (built for CUDA architectures {architectures}) do not cover")
+        assert backward.reason == (
+            f"/physical_device:GPU:0 has compute capability {found}, which the library's "
+            f"CUDA kernels (built for CUDA architectures {architectures}) do not cover"
+        )
         wanted = f"{capability[0]}{capability[1]}-real;{architectures}"
         assert f'-C "cmake.define.CMAKE_CUDA_ARCHITECTURES={wanted}"' in backward.warning
         assert "with a CUDA toolkit that supports that architecture" in backward.warning
@@ -152,14 +173,20 @@ def test_one_uncovered_gpu_among_several_makes_auto_use_stock_ops():
     assert decide("auto", CUDA_13, gpus, 13000, {gpus[0]: (8, 0), gpus[1]: (8, 9)}).kernel == "native"
 
 
-@pytest.mark.parametrize("build, capabilities, says", [
-    ({k: v for k, v in CUDA_13.items() if k != "cuda_architectures"}, AMPERE,
-     "does not list the CUDA architectures it was built for (an older build)"),
-    (dict(CUDA_13, cuda_architectures=""), AMPERE, "does not list the CUDA architectures"),
-    (CUDA_13, {GPUS[0]: None}, "could not read the compute capability of /physical_device:GPU:0"),
-    (CUDA_13, None, "could not read the compute capability of /physical_device:GPU:0"),
-    (dict(CUDA_13, cuda_architectures="sm_80"), AMPERE, "'sm_80' is not a CUDA architecture"),
-])
+@pytest.mark.parametrize(
+    "build, capabilities, says",
+    [
+        (
+            {k: v for k, v in CUDA_13.items() if k != "cuda_architectures"},
+            AMPERE,
+            "does not list the CUDA architectures it was built for (an older build)",
+        ),
+        (dict(CUDA_13, cuda_architectures=""), AMPERE, "does not list the CUDA architectures"),
+        (CUDA_13, {GPUS[0]: None}, "could not read the compute capability of /physical_device:GPU:0"),
+        (CUDA_13, None, "could not read the compute capability of /physical_device:GPU:0"),
+        (dict(CUDA_13, cuda_architectures="sm_80"), AMPERE, "'sm_80' is not a CUDA architecture"),
+    ],
+)
 def test_auto_uses_stock_ops_when_the_architectures_or_the_capability_are_unknown(build, capabilities, says):
     backward = decide("auto", build, GPUS, 13000, capabilities)
     assert backward.kernel == "stock" and says in backward.warning
@@ -196,19 +223,31 @@ def test_choose_asks_the_driver_only_with_gpus_and_cuda_kernels_and_warns_once(r
     assert [str(w.message) for w in recwarn] == [decide(None, NO_NVCC, GPUS, None).warning]
     recwarn.clear()
     asked = []
-    backward = _backward.choose_backward(CUDA_13, lambda: asked.append(1) or 12040, lambda: GPUS, environ={},
-                                compute_capability=lambda gpu: asked.append(gpu) or (8, 0))
+    backward = _backward.choose_backward(
+        CUDA_13,
+        lambda: asked.append(1) or 12040,
+        lambda: GPUS,
+        environ={},
+        compute_capability=lambda gpu: asked.append(gpu) or (8, 0),
+    )
     assert asked == [1, GPUS[0]] and backward.kernel == "stock"
     assert len(recwarn) == 1 and recwarn[0].category is RuntimeWarning
     recwarn.clear()
-    pascal = _backward.choose_backward(CUDA_13, lambda: 13000, lambda: GPUS, environ={},
-                              compute_capability={GPUS[0]: (6, 1)}.get)
+    pascal = _backward.choose_backward(
+        CUDA_13, lambda: 13000, lambda: GPUS, environ={}, compute_capability={GPUS[0]: (6, 1)}.get
+    )
     assert pascal == decide(None, CUDA_13, GPUS, 13000, {GPUS[0]: (6, 1)}) and pascal.kernel == "stock"
     assert [str(w.message) for w in recwarn] == [pascal.warning]
-    assert _backward.choose_backward(CUDA_13, lambda: 13000, lambda: GPUS, environ={},
-                            compute_capability={GPUS[0]: (8, 6)}.get).kernel == "native"
+    assert (
+        _backward.choose_backward(
+            CUDA_13, lambda: 13000, lambda: GPUS, environ={}, compute_capability={GPUS[0]: (8, 6)}.get
+        ).kernel
+        == "native"
+    )
     with pytest.raises(ValueError, match="accepted values"):
-        _backward.choose_backward(CUDA_13, must_not_be_called, must_not_be_called, environ={"GRAD_REVERSE_BACKWARD": "x"})
+        _backward.choose_backward(
+            CUDA_13, must_not_be_called, must_not_be_called, environ={"GRAD_REVERSE_BACKWARD": "x"}
+        )
 
 
 def test_cuda_version_helpers():
@@ -222,7 +261,9 @@ def test_this_process_uses_what_decide_says_for_it():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the import warned already, if there was cause
         assert ops.BACKWARD == _backward.choose_backward(grad_reverse.BUILD_INFO, _library_calls.cuda_driver_version)
-    expected = grad_reverse.ops._library.grad_reverse_grad if ops.BACKWARD.kernel == "native" else _backward.stock_reverse
+    expected = (
+        grad_reverse.ops._library.grad_reverse_grad if ops.BACKWARD.kernel == "native" else _backward.stock_reverse
+    )
     assert ops._reverse_dense is expected
 
 
@@ -245,12 +286,14 @@ def test_info_reports_the_backward_and_its_warning(monkeypatch):
     monkeypatch.setattr(ops, "BACKWARD", decide("auto", CUDA_13, [], None))
     report = info.collect()
     assert report["backward"] == "native GradReverseGrad kernel: no GPU visible (GRAD_REVERSE_BACKWARD=auto)"
-    assert report["cuda_architectures"] == (grad_reverse.BUILD_INFO["cuda_architectures"]
-                                            if grad_reverse.BUILD_INFO.get("cuda") else "none")
+    assert report["cuda_architectures"] == (
+        grad_reverse.BUILD_INFO["cuda_architectures"] if grad_reverse.BUILD_INFO.get("cuda") else "none"
+    )
     assert "warning" not in report
     monkeypatch.setattr(ops, "BACKWARD", decide("stock", CUDA_13, [], None))
-    assert info.collect()["backward"] == ("stock TensorFlow ops (dy * -lambda) on every device: "
-                                          "chosen by GRAD_REVERSE_BACKWARD=stock")
+    assert info.collect()["backward"] == (
+        "stock TensorFlow ops (dy * -lambda) on every device: chosen by GRAD_REVERSE_BACKWARD=stock"
+    )
     monkeypatch.setattr(ops, "BACKWARD", decide("auto", CUDA_13, GPUS, 12040))
     report = info.collect()
     assert report["backward"].startswith("stock TensorFlow ops (dy * -lambda) on every device: the library's CUDA")
@@ -259,6 +302,7 @@ def test_info_reports_the_backward_and_its_warning(monkeypatch):
 
 
 # ---------------------------------------------------- kernel registry ----
+
 
 def test_forward_has_a_gpu_kernel_in_every_build_and_the_backward_exactly_with_cuda():
     """TensorFlow's kernel registry lists what the loaded library registered,
@@ -276,135 +320,6 @@ def test_forward_has_a_gpu_kernel_in_every_build_and_the_backward_exactly_with_c
     assert {"CPU", "GPU"} <= kernel_devices("GradReverse")
     assert ("GPU" in kernel_devices("GradReverseGrad")) == cuda
     assert "CPU" in kernel_devices("GradReverseGrad")
-
-
-# --------------------------------------------------- the modes, run ----
-
-def run_probe(value: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, GRAD_REVERSE_BACKWARD=value, TF_CPP_MIN_LOG_LEVEL="2")
-    return subprocess.run([sys.executable, str(PROBE)], env=env, capture_output=True, text=True, timeout=600)
-
-
-@pytest.fixture(scope="module")
-def probes():
-    results = {}
-    for mode in ("native", "stock"):
-        result = run_probe(mode)
-        assert result.returncode == 0, result.stderr[-3000:]
-        results[mode] = json.loads(result.stdout.splitlines()[-1])
-    return results
-
-
-def test_gradient_graph_holds_grad_reverse_grad_in_native_mode_and_only_stock_ops_in_stock_mode(probes):
-    assert probes["native"]["backward"]["kernel"] == "native"
-    assert probes["stock"]["backward"] == {"mode": "stock", "kernel": "stock",
-                                          "reason": "chosen by GRAD_REVERSE_BACKWARD=stock"}
-    for dtype in ("float16", "bfloat16", "float32", "float64"):
-        assert probes["native"]["op_types"][dtype] == ["GradReverseGrad"]
-    widened = ["Cast", "Mul", "Neg", "StopGradient"]
-    assert probes["stock"]["op_types"] == {"float16": widened, "bfloat16": widened, "float64": widened,
-                                           "float32": ["Mul", "Neg", "StopGradient"]}
-
-
-def test_second_order_gradients_are_the_same_in_both_modes_eager_function_and_xla(probes):
-    x = np.array(probes["native"]["x"], np.float32)
-    lam = np.float32(0.3)
-    for mode in ("native", "stock"):
-        for run, result in probes[mode]["second_order"].items():
-            np.testing.assert_allclose(result["g"], -2 * lam * x, rtol=1e-6, err_msg=f"{mode} {run}")
-            np.testing.assert_allclose(result["h"], np.full_like(x, 2 * lam * lam), rtol=1e-6, err_msg=f"{mode} {run}")
-            assert result["to_lambda"] is None, (mode, run)  # lambda receives no gradient, at any order
-    assert probes["stock"]["second_order"] == probes["native"]["second_order"]
-
-
-def test_indexed_slices_stay_sparse_in_both_modes(probes):
-    for mode in ("native", "stock"):
-        assert probes[mode]["indexed_slices"]["type"] == "IndexedSlices"
-    expected = np.zeros([6, 2])
-    expected[[1, 4]] = [-0.5, -1.0]
-    np.testing.assert_array_equal(probes["stock"]["indexed_slices"]["dense"], expected)
-    assert probes["stock"]["indexed_slices"] == probes["native"]["indexed_slices"]
-
-
-def test_import_fails_on_an_unknown_value_naming_the_accepted_ones():
-    env = dict(os.environ, GRAD_REVERSE_BACKWARD="fastest", TF_CPP_MIN_LOG_LEVEL="2")
-    result = subprocess.run([sys.executable, "-c", "import grad_reverse"], env=env,
-                            capture_output=True, text=True, timeout=600)
-    assert result.returncode != 0
-    assert "ValueError: GRAD_REVERSE_BACKWARD='fastest' is not a valid value; accepted values: " \
-           "auto (the default), native, stock." in result.stderr
-
-
-# -------------------------------------------- stock == kernel, bitwise ----
-
-def assert_bitwise_equal_but_nan_payloads(stock, native) -> int:
-    """Bitwise equal wherever the kernel's result is not a NaN; where it is,
-    the stock result is a NaN too. A NaN's sign and payload (its other bits)
-    may differ, as IEEE 754 allows: the kernels round float to half and
-    bfloat16 in software, keep the sign and return the quiet NaN; for half,
-    TensorFlow's Cast keeps the payload; for bfloat16 it returns +NaN.
-    Returns how many values were compared as NaNs."""
-    stock, native = stock.numpy(), native.numpy()
-    assert stock.dtype == native.dtype and stock.shape == native.shape
-    is_nan = np.isnan(native.astype(np.float32))
-    assert_bitwise_equal(stock[~is_nan], native[~is_nan])
-    assert np.isnan(stock[is_nan].astype(np.float32)).all()
-    return int(is_nan.sum())
-
-
-def native_and_stock(dy: tf.Tensor, lambda_: tf.Tensor):
-    # lambda_ is a tensor argument (as a tf.Variable's value would be): with
-    # a constant -1 in a graph, Grappler rewrites the stock `dy * 1` to an
-    # identity, which passes subnormals that TensorFlow's CPU kernels,
-    # the native one included, flush to zero.
-    return ops._library.grad_reverse_grad(dy, lambda_), _backward.stock_reverse(dy, lambda_)
-
-
-def all_bit_patterns(dtype) -> tf.Tensor:
-    return tf.bitcast(tf.constant(np.arange(1 << 16, dtype=np.uint16)), dtype)
-
-
-@pytest.mark.parametrize("dtype", [tf.float16, tf.bfloat16], ids=lambda d: d.name)
-def test_stock_backward_equals_the_kernel_bitwise_for_every_16_bit_value(dtype):
-    dy = all_bit_patterns(dtype)
-    nan_inputs = int(np.isnan(tf.cast(dy, tf.float32).numpy()).sum())
-    assert nan_inputs == (2046 if dtype == tf.float16 else 254)  # 2 signs x (2^mantissa_bits - 1)
-    compiled = tf.function(native_and_stock)
-    for lambda_ in LAMBDAS + [0.3, 1e-3, -2.5]:
-        for run in (native_and_stock, compiled):
-            native, stock = run(dy, tf.constant(lambda_))
-            # Only NaN inputs give NaN outputs: -lambda * dy is finite * finite or infinite * nonzero.
-            expected_nans = nan_inputs + (2 if lambda_ == 0.0 else 0)  # 0 * +inf, 0 * -inf
-            assert assert_bitwise_equal_but_nan_payloads(stock, native) == expected_nans
-
-
-def special_values(dtype) -> np.ndarray:
-    info = np.finfo(dtype)
-    rng = np.random.default_rng(3)
-    finite = np.concatenate([rng.standard_normal(4000), rng.standard_normal(2000) * 1e30,
-                             rng.standard_normal(2000) * float(info.tiny) * 4])
-    specials = [0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, info.tiny, -info.tiny,
-                info.smallest_subnormal, -info.smallest_subnormal, info.tiny - info.smallest_subnormal,
-                info.max, -info.max, 1.0, -1.0]
-    return np.concatenate([np.array(specials), finite]).astype(dtype)
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
-def test_stock_backward_equals_the_kernel_bitwise_for_specials_and_subnormals(dtype):
-    dy = tf.constant(special_values(dtype))
-    compiled = tf.function(native_and_stock)
-    for lambda_ in LAMBDAS + [0.3, 1e-3, 3e38]:
-        for run in (native_and_stock, compiled):
-            native, stock = run(dy, tf.constant(lambda_))
-            assert_bitwise_equal(stock, native)
-
-
-def test_stock_backward_keeps_shape_and_dtype_and_handles_empty_tensors(dtype):
-    for shape in ([], [0], [2, 0, 3], [3, 4]):
-        dy = tf.ones(shape, dtype)
-        native, stock = native_and_stock(dy, tf.constant(0.5))
-        assert stock.dtype == dtype and stock.shape == shape
-        assert_bitwise_equal(stock, native)
 
 
 def test_the_import_warning_points_at_the_users_import(tmp_path):

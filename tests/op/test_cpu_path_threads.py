@@ -116,13 +116,14 @@ def test_threads_racing_the_first_read_of_the_variable_all_get_its_path(value):
 def test_threads_racing_the_first_read_of_an_invalid_variable_all_get_the_error():
     done = run_with_cpu_path_variable("avx9000", RACE)
     assert done.returncode == 0, done.stderr
-    error = "GRAD_REVERSE_CPU_PATH='avx9000' is not a CPU path; accepted here: auto, " + ", ".join(
-        _kernels.cpu_paths())
+    error = "GRAD_REVERSE_CPU_PATH='avx9000' is not a CPU path; accepted here: auto, " + ", ".join(_kernels.cpu_paths())
     assert done.stdout.split("\n")[0] == f"[] 0 [{error!r}] 8", done.stdout
 
 
-@pytest.mark.skipif(bool(os.environ.get("GRAD_REVERSE_KERNELS_DIR")),
-                    reason="a kernels-only build (sanitizers): no TensorFlow op library here")
+@pytest.mark.skipif(
+    bool(os.environ.get("GRAD_REVERSE_KERNELS_DIR")),
+    reason="a kernels-only build (sanitizers): no TensorFlow op library here",
+)
 def test_switching_the_op_library_path_while_tensorflow_runs_the_kernel():
     """The same switch through the op library's C function, while TensorFlow
     runs GradReverseGrad on its own threads (and shards a large tensor)."""

@@ -14,11 +14,14 @@ from grad_reverse.schedule import DANNLambdaSchedule, dann_lambda
 from helpers.tensors import assert_bitwise_equal, forward_backward
 
 
-@pytest.mark.parametrize("name, fn", [
-    ("op", lambda x, _: grad_reverse.grad_reverse(x)),
-    ("reference", lambda x, _: reference.grad_reverse(x)),
-    ("layer", lambda x, _: grad_reverse.GradReverse()(x, training=True)),
-])
+@pytest.mark.parametrize(
+    "name, fn",
+    [
+        ("op", lambda x, _: grad_reverse.grad_reverse(x)),
+        ("reference", lambda x, _: reference.grad_reverse(x)),
+        ("layer", lambda x, _: grad_reverse.GradReverse()(x, training=True)),
+    ],
+)
 def test_lambda_defaults_to_one(name, fn):
     dy = tf.constant([1.5, -2.0, 0.25])
     _, dx = forward_backward(fn, tf.ones([3]), dy, None)

@@ -38,8 +38,9 @@ def per_example_loss(model: keras.Model, x, y) -> tf.Tensor:
     """Label loss + domain loss per example (shape [batch]); the domain head sits
     behind the GRL, so the feature extractor's gradient depends on the reversal."""
     out = model(x, training=True)
-    return (keras.losses.binary_crossentropy(y["label"], out["label"])
-            + keras.losses.binary_crossentropy(y["domain"], out["domain"]))
+    return keras.losses.binary_crossentropy(y["label"], out["label"]) + keras.losses.binary_crossentropy(
+        y["domain"], out["domain"]
+    )
 
 
 def sgd_steps(model: keras.Model, x, y, steps: int) -> list[np.ndarray]:
@@ -78,7 +79,9 @@ def mirrored_scenario() -> dict:
     with strategy.scope():
         lambda_ = tf.Variable(MIRRORED_LAMBDAS[0], trainable=False)
     x = strategy.experimental_distribute_values_from_function(lambda ctx: tf.constant(xs[ctx.replica_id_in_sync_group]))
-    dy = strategy.experimental_distribute_values_from_function(lambda ctx: tf.constant(dys[ctx.replica_id_in_sync_group]))
+    dy = strategy.experimental_distribute_values_from_function(
+        lambda ctx: tf.constant(dys[ctx.replica_id_in_sync_group])
+    )
 
     @tf.function
     def reversed_gradients(x, dy):
@@ -94,12 +97,15 @@ def mirrored_scenario() -> dict:
     for value in MIRRORED_LAMBDAS:
         lambda_.assign(value)
         y, dx = reversed_gradients(x, dy)
-        result["per_replica"].append({
-            "lambda": value,
-            "x": as_lists(xs), "dy": as_lists(dys),
-            "y": as_lists(t.numpy() for t in strategy.experimental_local_results(y)),
-            "dx": as_lists(t.numpy() for t in strategy.experimental_local_results(dx)),
-        })
+        result["per_replica"].append(
+            {
+                "lambda": value,
+                "x": as_lists(xs),
+                "dy": as_lists(dys),
+                "y": as_lists(t.numpy() for t in strategy.experimental_local_results(y)),
+                "dx": as_lists(t.numpy() for t in strategy.experimental_local_results(dx)),
+            }
+        )
     result["traces"] = reversed_gradients.experimental_get_tracing_count()
     # Where the backward ran: the placement of each GradReverseGrad node in
     # the traced graph (the function returns its outputs on one device).
@@ -119,9 +125,11 @@ def mirrored_scenario() -> dict:
         history = model.fit(x_fit, y_fit, batch_size=FIT_BATCH, epochs=FIT_EPOCHS, shuffle=False, verbose=0)
         return model.get_weights(), history.history["loss"]
 
-    for key, factory, on in (("mirrored", lambda: grad_reverse.GradReverse(LAMBDA), strategy),
-                             ("single", lambda: grad_reverse.GradReverse(LAMBDA), None),
-                             ("no_reversal", keras.layers.Identity, None)):
+    for key, factory, on in (
+        ("mirrored", lambda: grad_reverse.GradReverse(LAMBDA), strategy),
+        ("single", lambda: grad_reverse.GradReverse(LAMBDA), None),
+        ("no_reversal", keras.layers.Identity, None),
+    ):
         weights, loss = fitted(factory, on)
         result[key] = {"weights": as_lists(weights), "loss": loss}
     result["initial"] = as_lists(initial)
@@ -168,8 +176,13 @@ def worker_scenario() -> dict:
         return strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(replica_fn, args=inputs), axis=None)
 
     losses = [float(train_step(inputs)) for _ in range(MW_STEPS)]
-    return {"task": task, "replicas": strategy.num_replicas_in_sync, "losses": losses,
-            "initial": as_lists(initial), "weights": as_lists(model.get_weights())}
+    return {
+        "task": task,
+        "replicas": strategy.num_replicas_in_sync,
+        "losses": losses,
+        "initial": as_lists(initial),
+        "weights": as_lists(model.get_weights()),
+    }
 
 
 # ---------------------------------------------------------------------- tests

@@ -33,8 +33,12 @@ LAMBDA_KINDS = {
 def special_value(name: str, dtype: tf.DType) -> float:
     info = ml_dtypes.finfo(dtype.as_numpy_dtype)
     return {
-        "zero": 0.0, "negative zero": -0.0, "max": float(info.max), "lowest": float(info.min),
-        "smallest normal": float(info.tiny), "smallest subnormal": float(info.smallest_subnormal),
+        "zero": 0.0,
+        "negative zero": -0.0,
+        "max": float(info.max),
+        "lowest": float(info.min),
+        "smallest normal": float(info.tiny),
+        "smallest subnormal": float(info.smallest_subnormal),
     }[name]
 
 
@@ -51,7 +55,7 @@ def tensors(draw, dtype: tf.DType, shape: list[int]) -> tf.Tensor:
     finite_max = float(ml_dtypes.finfo(dtype.as_numpy_dtype).max)
     values = np.clip(np.random.default_rng(seed).standard_normal(shape) * scale, -finite_max, finite_max)
     flat = values.reshape(-1)
-    for i, name in enumerate(specials[:flat.size]):
+    for i, name in enumerate(specials[: flat.size]):
         flat[i] = special_value(name, dtype)
     # float64 -> dtype in numpy (ml_dtypes for bfloat16): values within range stay finite.
     return tf.constant(values.astype(dtype.as_numpy_dtype))
@@ -77,16 +81,24 @@ def traced(dtype: tf.DType, lambda_kind: str) -> tf.types.experimental.GenericFu
     data = [tf.TensorSpec(None, dtype), tf.TensorSpec(None, dtype)]
     if lambda_kind == "variable":
         variable = lambda_variable()
-        return tf.function(lambda x, dy: forward_backward(grad_reverse.grad_reverse, x, dy, variable),
-                           input_signature=data)
+        return tf.function(
+            lambda x, dy: forward_backward(grad_reverse.grad_reverse, x, dy, variable), input_signature=data
+        )
     lambda_dtype = tf.float64 if lambda_kind == "float64 tensor" else tf.float32
-    return tf.function(lambda x, dy, lambda_: forward_backward(grad_reverse.grad_reverse, x, dy, lambda_),
-                       input_signature=data + [tf.TensorSpec([], lambda_dtype)])
+    return tf.function(
+        lambda x, dy, lambda_: forward_backward(grad_reverse.grad_reverse, x, dy, lambda_),
+        input_signature=data + [tf.TensorSpec([], lambda_dtype)],
+    )
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data(), dtype=st.sampled_from(DTYPES), shape=shapes, lambda_value=lambdas,
-       mode=st.sampled_from(list(LAMBDA_KINDS)))
+@given(
+    data=st.data(),
+    dtype=st.sampled_from(DTYPES),
+    shape=shapes,
+    lambda_value=lambdas,
+    mode=st.sampled_from(list(LAMBDA_KINDS)),
+)
 def test_forward_is_the_input_and_backward_is_the_reference_bitwise(data, dtype, shape, lambda_value, mode):
     lambda_kind = data.draw(st.sampled_from(LAMBDA_KINDS[mode]), label="lambda kind")
     x = data.draw(tensors(dtype, shape), label="x")

@@ -71,8 +71,9 @@ def test_auto_uses_the_cuda_kernel_where_it_can_run_and_stock_ops_otherwise():
     architectures = build["cuda_architectures"].split(";")
     capabilities = [_gpu_support.compute_capability(gpu) for gpu in _gpu_support.visible_gpus()]
     assert None not in capabilities, "TensorFlow reports each GPU's compute capability"
-    can_run = (driver // 1000 >= _gpu_support.major_version(build["cuda_toolkit_version"])
-               and all(_gpu_support.runs_on(architectures, capability) for capability in capabilities))
+    can_run = driver // 1000 >= _gpu_support.major_version(build["cuda_toolkit_version"]) and all(
+        _gpu_support.runs_on(architectures, capability) for capability in capabilities
+    )
     assert backward.kernel == ("native" if can_run else "stock"), (driver, backward)
 
 
@@ -249,8 +250,12 @@ def misaligned_gpu_tensor(values: tf.Tensor):
         import torch
         import torch.utils.dlpack
 
-        torch_dtype = {tf.float16: torch.float16, tf.bfloat16: torch.bfloat16,
-                       tf.float32: torch.float32, tf.float64: torch.float64}[values.dtype]
+        torch_dtype = {
+            tf.float16: torch.float16,
+            tf.bfloat16: torch.bfloat16,
+            tf.float32: torch.float32,
+            tf.float64: torch.float64,
+        }[values.dtype]
         # Through float64, which holds every value of the four dtypes exactly.
         host = torch.from_numpy(tf.cast(values, tf.float64).numpy()).to(torch_dtype)
         device_tensor = torch.cat([host[:1], host]).cuda()[1:]

@@ -106,16 +106,16 @@ def test_every_length_and_misalignment_on_every_cpu_path(cpu_path, dtype):
     base[5], base[17] = np.nan, -np.inf
     for offset in range(4):
         for n in range(100):
-            x = base[offset:offset + n]
+            x = base[offset : offset + n]
             want = portable_result(x, 0.3)
             _kernels.set_cpu_path(cpu_path)
             for streaming in (False, True):
                 out_buffer = np.full(n + 8, 7, dtype)
-                _kernels.neg_scale_cpu(x, 0.3, out=out_buffer[1:n + 1], streaming=streaming)
-                assert_same_bits(out_buffer[1:n + 1], want)
-                assert_same_bits(out_buffer[n + 1:], np.full(7, 7, dtype))
+                _kernels.neg_scale_cpu(x, 0.3, out=out_buffer[1 : n + 1], streaming=streaming)
+                assert_same_bits(out_buffer[1 : n + 1], want)
+                assert_same_bits(out_buffer[n + 1 :], np.full(7, 7, dtype))
                 assert_same_bits(out_buffer[:1], np.full(1, 7, dtype))
-            work = base.copy()[offset:offset + n]
+            work = base.copy()[offset : offset + n]
             _kernels.neg_scale_cpu(work, 0.3, out=work)
             assert_same_bits(work, want)
 
@@ -133,7 +133,7 @@ def test_streaming_stores_give_the_same_bits_at_every_alignment(cpu_path, dtype)
         for n in (4096 // size - 1, 4096 // size, 4096 // size + 1, 2 * 4096 // size + 5, x.size):
             want = portable_result(x[:n], -2.0)
             _kernels.set_cpu_path(cpu_path)
-            out = raw[byte_offset:byte_offset + n * size].view(dtype)
+            out = raw[byte_offset : byte_offset + n * size].view(dtype)
             _kernels.neg_scale_cpu(x[:n], -2.0, out=out, streaming=True)
             assert_same_bits(out, want)
 
@@ -171,8 +171,7 @@ def test_environment_variable_forces_the_path():
 
 
 def test_invalid_environment_variable_is_a_clear_error_not_a_silent_fallback():
-    done = run_with_cpu_path_variable(
-        "avx9000", "_kernels.neg_scale_cpu(np.ones(3, np.float32), 1.0)")
+    done = run_with_cpu_path_variable("avx9000", "_kernels.neg_scale_cpu(np.ones(3, np.float32), 1.0)")
     assert done.returncode != 0
     assert "ValueError: GRAD_REVERSE_CPU_PATH='avx9000' is not a CPU path" in done.stderr
     assert "accepted here: auto, portable" in done.stderr

@@ -26,8 +26,7 @@ def test_a_keras_variable_stands_for_the_tf_variable_it_holds():
     assert ops.lambda_input(variable) is variable.value
 
 
-@pytest.mark.parametrize("make", [lambda: tf.constant([0.5]), lambda: tf.Variable([0.5])],
-                         ids=["tensor", "variable"])
+@pytest.mark.parametrize("make", [lambda: tf.constant([0.5]), lambda: tf.Variable([0.5])], ids=["tensor", "variable"])
 def test_a_float32_non_scalar_is_refused_before_the_op(make):
     with pytest.raises(tf.errors.InvalidArgumentError) as raised:
         ops.lambda_input(make())
@@ -51,12 +50,16 @@ def test_python_numbers_become_cached_eager_constants_and_the_cache_is_bounded()
         assert len(ops._EAGER_CONSTANTS) <= 256
 
 
-@pytest.mark.parametrize("lambda_, error, message", [
-    (True, TypeError, "lambda_ must be a real number or a float scalar tensor, got a bool"),
-    (tf.constant("a"), TypeError, "lambda_ must be a real number or a float scalar tensor, got dtype string"),
-    (float("nan"), tf.errors.InvalidArgumentError, "lambda_ must be finite, got nan"),
-    (-float("inf"), tf.errors.InvalidArgumentError, "lambda_ must be finite, got -inf"),
-], ids=["bool", "string", "nan", "-inf"])
+@pytest.mark.parametrize(
+    "lambda_, error, message",
+    [
+        (True, TypeError, "lambda_ must be a real number or a float scalar tensor, got a bool"),
+        (tf.constant("a"), TypeError, "lambda_ must be a real number or a float scalar tensor, got dtype string"),
+        (float("nan"), tf.errors.InvalidArgumentError, "lambda_ must be finite, got nan"),
+        (-float("inf"), tf.errors.InvalidArgumentError, "lambda_ must be finite, got -inf"),
+    ],
+    ids=["bool", "string", "nan", "-inf"],
+)
 def test_bad_lambdas_get_errors_that_say_what_is_accepted(lambda_, error, message):
     with pytest.raises(error) as raised:
         ops.lambda_input(lambda_)
@@ -70,8 +73,9 @@ def test_an_unsupported_x_dtype_error_lists_the_supported_ones():
     assert str(raised.value) == "grad_reverse supports float16, bfloat16, float32, float64; got a tensor of dtype int32"
 
 
-@pytest.mark.parametrize("lambda_, says", [(None, "got None"), (object(), "got object <object")],
-                         ids=["none", "object"])
+@pytest.mark.parametrize(
+    "lambda_, says", [(None, "got None"), (object(), "got object <object")], ids=["none", "object"]
+)
 def test_a_lambda_of_no_accepted_kind_is_a_type_error_naming_lambda_and_what_is_accepted(lambda_, says):
     with pytest.raises(TypeError) as raised:
         grad_reverse.grad_reverse(tf.zeros([2]), lambda_)

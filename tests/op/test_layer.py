@@ -105,17 +105,22 @@ def test_dann_fit_runs_and_reverses_the_domain_gradient():
     with tf.GradientTape() as tape:
         domain_loss = keras.losses.BinaryCrossentropy()(y["domain"], plain(x, training=True)["domain"])
     plain_gradients = tape.gradient(domain_loss, plain.get_layer("features").trainable_weights)
-    model.compile(optimizer=keras.optimizers.SGD(0.1), loss_weights={"label": 0.0, "domain": 1.0},
-                  loss={"label": "binary_crossentropy", "domain": "binary_crossentropy"})
+    model.compile(
+        optimizer=keras.optimizers.SGD(0.1),
+        loss_weights={"label": 0.0, "domain": 1.0},
+        loss={"label": "binary_crossentropy", "domain": "binary_crossentropy"},
+    )
     model.fit(x, y, batch_size=256, epochs=1, shuffle=False, verbose=0)
     for before, after, plain_gradient in zip(
-            features_before, model.get_layer("features").get_weights(), plain_gradients):
+        features_before, model.get_layer("features").get_weights(), plain_gradients
+    ):
         np.testing.assert_allclose(after - before, 0.1 * plain_gradient.numpy(), rtol=1e-3, atol=1e-6)
     assert np.abs(plain_gradients[0].numpy()).max() > 1e-3  # a step that can show its sign
 
     # And a DANN fit on both losses learns the label task.
-    model.compile(optimizer=keras.optimizers.Adam(0.01),
-                  loss={"label": "binary_crossentropy", "domain": "binary_crossentropy"})
+    model.compile(
+        optimizer=keras.optimizers.Adam(0.01), loss={"label": "binary_crossentropy", "domain": "binary_crossentropy"}
+    )
     history = model.fit(x, y, batch_size=64, epochs=3, verbose=0)
     assert all(np.isfinite(v).all() for v in history.history.values())
     assert history.history["label_loss"][-1] < history.history["label_loss"][0]
@@ -174,13 +179,17 @@ def test_the_mask_passes_through_the_layer():
     assert out._keras_mask.numpy().tolist() == [[True, False, True]]
 
 
-@pytest.mark.parametrize("lambda_, error, says", [
-    (None, TypeError, "got None"),
-    ("1.0", TypeError, "got '1.0'"),
-    ([1.0, 2.0], ValueError, "must be a scalar (shape []), got shape [2]"),
-    (np.array([0.5]), ValueError, "must be a scalar (shape []), got shape [1]"),
-    (tf.constant([[1.0]]), ValueError, "must be a scalar (shape []), got shape [1, 1]"),
-], ids=["none", "string", "list", "array", "tensor"])
+@pytest.mark.parametrize(
+    "lambda_, error, says",
+    [
+        (None, TypeError, "got None"),
+        ("1.0", TypeError, "got '1.0'"),
+        ([1.0, 2.0], ValueError, "must be a scalar (shape []), got shape [2]"),
+        (np.array([0.5]), ValueError, "must be a scalar (shape []), got shape [1]"),
+        (tf.constant([[1.0]]), ValueError, "must be a scalar (shape []), got shape [1, 1]"),
+    ],
+    ids=["none", "string", "list", "array", "tensor"],
+)
 def test_the_layer_refuses_a_lambda_of_the_wrong_kind_or_shape_at_construction(lambda_, error, says):
     with pytest.raises(error) as raised:
         grad_reverse.GradReverse(lambda_=lambda_)
@@ -189,9 +198,11 @@ def test_the_layer_refuses_a_lambda_of_the_wrong_kind_or_shape_at_construction(l
     assert "a real number, a float scalar tensor or a scalar tf.Variable" in message
 
 
-@pytest.mark.parametrize("lambda_", [0.5, 2, np.float32(0.5), tf.constant(0.5), tf.Variable(0.5),
-                                     keras.Variable(0.5)],
-                         ids=["float", "int", "numpy", "tensor", "tf.Variable", "keras.Variable"])
+@pytest.mark.parametrize(
+    "lambda_",
+    [0.5, 2, np.float32(0.5), tf.constant(0.5), tf.Variable(0.5), keras.Variable(0.5)],
+    ids=["float", "int", "numpy", "tensor", "tf.Variable", "keras.Variable"],
+)
 def test_the_layer_accepts_numbers_scalar_tensors_and_variables(lambda_):
     layer = grad_reverse.GradReverse(lambda_=lambda_)
     assert layer(tf.ones([2])).shape == [2]

@@ -18,7 +18,9 @@ from grad_reverse import _library_choice, _loader, _xla
 
 
 def write_build_info(directory: Path, version: str) -> None:
-    (directory / _library_choice.BUILD_INFO_NAME).write_text(json.dumps({"tensorflow_version": version, "cuda": False, "xla": False}))
+    (directory / _library_choice.BUILD_INFO_NAME).write_text(
+        json.dumps({"tensorflow_version": version, "cuda": False, "xla": False})
+    )
 
 
 def copy_package(tmp_path: Path) -> tuple[Path, Path]:
@@ -32,10 +34,17 @@ def copy_package(tmp_path: Path) -> tuple[Path, Path]:
 def import_in_subprocess(tmp_path: Path, code: str = "import grad_reverse") -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-c", code],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
         # GRAD_REVERSE_LIBRARY too, so the child chooses the library this process did.
-        env={"PYTHONPATH": str(tmp_path), "TF_CPP_MIN_LOG_LEVEL": "2", "PATH": "/usr/bin:/bin",
-             **{k: v for k, v in os.environ.items() if k == "GRAD_REVERSE_LIBRARY"}},
+        env={
+            "PYTHONPATH": str(tmp_path),
+            "TF_CPP_MIN_LOG_LEVEL": "2",
+            "PATH": "/usr/bin:/bin",
+            **{k: v for k, v in os.environ.items() if k == "GRAD_REVERSE_LIBRARY"},
+        },
     )
 
 
@@ -109,11 +118,14 @@ def test_the_library_of_the_running_minor_release_is_chosen(tmp_path):
     assert _library_choice.releases_held(libraries) == ["2.15", "2.18", "2.21"]
 
 
-@pytest.mark.parametrize("running, advice", [
-    ("2.22.0", "TensorFlow 2.22 is outside the supported range"),
-    ("2.14.1", "TensorFlow 2.14 is outside the supported range"),
-    ("2.17.0", "build grad-reverse from source against this TensorFlow"),
-])
+@pytest.mark.parametrize(
+    "running, advice",
+    [
+        ("2.22.0", "TensorFlow 2.22 is outside the supported range"),
+        ("2.14.1", "TensorFlow 2.14 is outside the supported range"),
+        ("2.17.0", "build grad-reverse from source against this TensorFlow"),
+    ],
+)
 def test_a_tensorflow_without_a_library_names_it_and_the_releases_held(tmp_path, running, advice):
     libraries = hold_libraries(tmp_path, "2.15", "2.16", "2.21")
     with pytest.raises(ImportError) as error:
@@ -141,8 +153,7 @@ def test_the_loaders_range_is_the_builds_range():
 
 def test_without_tensorflow_the_import_says_which_to_install(tmp_path):
     # None in sys.modules makes `import tensorflow` fail as if it were not installed.
-    result = import_in_subprocess(
-        tmp_path.parent, "import sys; sys.modules['tensorflow'] = None; import grad_reverse")
+    result = import_in_subprocess(tmp_path.parent, "import sys; sys.modules['tensorflow'] = None; import grad_reverse")
     assert result.returncode == 1
     assert "needs TensorFlow 2.15 to 2.21, and none is installed" in result.stderr, result.stderr[-2000:]
     assert "pip install tensorflow-cpu" in result.stderr
@@ -152,7 +163,9 @@ def test_library_is_loaded_once_and_its_record_matches():
     built = grad_reverse.BUILD_INFO["tensorflow_version"]
     if grad_reverse.BUILD_INFO.get("abi") == _library_choice.STABLE:
         # Built against the C headers of a release no newer than this one.
-        assert _library_choice.SUPPORTED[0] <= _library_choice._release(built) <= _library_choice._release(tf.__version__)
+        assert (
+            _library_choice.SUPPORTED[0] <= _library_choice._release(built) <= _library_choice._release(tf.__version__)
+        )
     else:
         assert _library_choice.series(built) == _library_choice.series(tf.__version__)
     # The ops are registered with TensorFlow, with the signature the package relies on.
@@ -190,7 +203,9 @@ def test_cuda_kernel_is_compiled_in_when_a_cuda_compiler_was_available():
     if grad_reverse.BUILD_INFO.get("abi") == _library_choice.STABLE:
         # The stable-ABI library has no CUDA kernel by design (only a GPU
         # forward); the installation's C++ libraries must carry it.
-        records = [_loader.read_build_info(_library_choice.LIBRARIES_DIR / f"tf{r}") for r in _library_choice.releases_held()]
+        records = [
+            _loader.read_build_info(_library_choice.LIBRARIES_DIR / f"tf{r}") for r in _library_choice.releases_held()
+        ]
         assert records and all(record["cuda"] for record in records), records
         assert "GPU" in kernel_devices("GradReverse") and "GPU" not in kernel_devices("GradReverseGrad")
         return

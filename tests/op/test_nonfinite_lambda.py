@@ -29,8 +29,9 @@ def gradient(mode: str, kind: str, value: float) -> np.ndarray:
     variable = tf.Variable(value) if kind == "variable" else None
 
     def step(x, dy, lambda_argument):
-        lambda_ = {"number": value, "constant": tf.constant(value), "argument": lambda_argument,
-                   "variable": variable}[kind]
+        lambda_ = {"number": value, "constant": tf.constant(value), "argument": lambda_argument, "variable": variable}[
+            kind
+        ]
         return forward_backward(grad_reverse.grad_reverse, x, dy, lambda_)[1]
 
     if mode != "eager":
@@ -70,8 +71,11 @@ def test_the_grid_promises_an_error_in_all_but_the_xla_run_time_cells():
     assert silent == expected
 
 
-@pytest.mark.parametrize("lambda_", [float("nan"), float("inf"), np.float32("-inf"), tf.constant(float("nan"))],
-                         ids=["nan", "inf", "numpy -inf", "eager tensor nan"])
+@pytest.mark.parametrize(
+    "lambda_",
+    [float("nan"), float("inf"), np.float32("-inf"), tf.constant(float("nan"))],
+    ids=["nan", "inf", "numpy -inf", "eager tensor nan"],
+)
 def test_layer_refuses_a_non_finite_number_or_eager_tensor(lambda_):
     with pytest.raises(ValueError, match=r"^lambda_ must be finite, got -?(nan|inf)$"):
         grad_reverse.GradReverse(lambda_=lambda_)

@@ -34,7 +34,7 @@ def test_backward_equals_minus_lambda_times_dy_computed_independently(dtype):
     for lambda_ in LAMBDAS:
         _, dx = forward_backward(grad_reverse.grad_reverse, x, dy, lambda_)
         compute = np.float64 if dtype == tf.float64 else np.float32
-        expected = (tf.cast(dy, tf.float64).numpy().astype(compute) * -compute(np.float32(lambda_)))
+        expected = tf.cast(dy, tf.float64).numpy().astype(compute) * -compute(np.float32(lambda_))
         assert_bitwise_equal(dx, tf.cast(tf.constant(expected), dtype))
 
 
@@ -46,7 +46,9 @@ def test_lambda_zero_gives_exact_zeros(dtype):
 
 
 def test_tf_function_matches_eager_for_every_shape(dtype):
-    @tf.function(input_signature=[tf.TensorSpec(None, dtype), tf.TensorSpec(None, dtype), tf.TensorSpec([], tf.float32)])
+    @tf.function(
+        input_signature=[tf.TensorSpec(None, dtype), tf.TensorSpec(None, dtype), tf.TensorSpec([], tf.float32)]
+    )
     def native(x, dy, lambda_):
         return forward_backward(grad_reverse.grad_reverse, x, dy, lambda_)
 
@@ -86,7 +88,8 @@ def test_numeric_gradient_check(lambda_):
     np.testing.assert_allclose(theoretical[0], -lambda_ * numerical[0], atol=1e-6)
     # GradReverseGrad is linear: its registered gradient is its true Jacobian.
     theoretical, numerical = tf.test.compute_gradient(
-        lambda t: grad_reverse.ops._library.grad_reverse_grad(t, lambda_), [x])
+        lambda t: grad_reverse.ops._library.grad_reverse_grad(t, lambda_), [x]
+    )
     np.testing.assert_allclose(theoretical[0], numerical[0], atol=1e-6)
     np.testing.assert_allclose(numerical[0], -lambda_ * np.eye(12), atol=1e-6)
 
@@ -177,8 +180,17 @@ def test_variable_lambda_assigned_between_eager_calls_is_read_at_every_call(kind
 
 def test_lambda_accepts_numbers_tensors_and_variables():
     x = tf.constant([2.0])
-    for lambda_ in [2, 2.0, np.float64(2.0), np.int32(2), tf.constant(2.0), tf.constant(2.0, tf.float64),
-                    tf.constant(2), tf.Variable(2.0), tf.Variable(2.0, dtype=tf.float64)]:
+    for lambda_ in [
+        2,
+        2.0,
+        np.float64(2.0),
+        np.int32(2),
+        tf.constant(2.0),
+        tf.constant(2.0, tf.float64),
+        tf.constant(2),
+        tf.Variable(2.0),
+        tf.Variable(2.0, dtype=tf.float64),
+    ]:
         _, dx = forward_backward(grad_reverse.grad_reverse, x, tf.constant([1.0]), lambda_)
         assert_bitwise_equal(dx, [-2.0]), lambda_
 
@@ -341,11 +353,9 @@ def test_every_dtype_and_odd_length_matches_the_reference_on_every_cpu_path(op_c
 
 
 def test_invalid_cpu_path_variable_fails_the_kernel_with_a_clear_error():
-    code = ("import grad_reverse, tensorflow as tf\n"
-            "grad_reverse.ops._library.grad_reverse_grad(tf.ones([2]), 1.0)\n")
+    code = "import grad_reverse, tensorflow as tf\ngrad_reverse.ops._library.grad_reverse_grad(tf.ones([2]), 1.0)\n"
     env = dict(os.environ, GRAD_REVERSE_CPU_PATH="avx9000", TF_CPP_MIN_LOG_LEVEL="3")
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode != 0
     assert "FailedPreconditionError" in done.stderr
     assert "GRAD_REVERSE_CPU_PATH='avx9000' is not a CPU path; accepted here: auto, portable" in done.stderr

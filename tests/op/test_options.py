@@ -1,7 +1,7 @@
 """grad_reverse.options: the runtime choices switched in process.
 
 The environment variables' defaults are tested in fresh processes elsewhere
-(test_backward.py, test_stable_library.py, test_kernels_module.py); here each
+(test_backward_modes_and_stock.py, test_stable_library.py, test_kernels_module.py); here each
 setter changes what the running process does, and is undone after.
 """
 

@@ -62,12 +62,15 @@ def test_no_driver_library_means_no_devices():
     assert _gpu_support.cuda_driver_has_devices(load) is False
 
 
-@pytest.mark.parametrize("init_status, devices, expected", [
-    (100, 0, False),  # CUDA_ERROR_NO_DEVICE
-    (303, 0, False),  # the "UNKNOWN ERROR (303)" TensorFlow logs on a driverless container
-    (0, 0, False),
-    (0, 2, True),
-])
+@pytest.mark.parametrize(
+    "init_status, devices, expected",
+    [
+        (100, 0, False),  # CUDA_ERROR_NO_DEVICE
+        (303, 0, False),  # the "UNKNOWN ERROR (303)" TensorFlow logs on a driverless container
+        (0, 0, False),
+        (0, 2, True),
+    ],
+)
 def test_driver_probe_follows_cuinit_and_the_device_count(init_status, devices, expected):
     driver = FakeDriver(init_status, devices)
     assert _gpu_support.cuda_driver_has_devices(lambda name: driver) is expected

@@ -61,12 +61,16 @@ def test_eight_threads_of_1000_calls_each_give_exact_results(mode):
         x = random_tensor([37], dtype, seed=100 + thread)
         dy = random_tensor([37], dtype, seed=200 + thread)
         lambdas = [thread_lambda(thread, k) for k in range(LAMBDAS_PER_THREAD)]
-        cases.append({
-            "x": x, "dy": dy, "x_bits": bits(x),
-            "lambdas": lambdas if mode == "eager" else [tf.constant(v, tf.float32) for v in lambdas],
-            "dx_bits": [bits(minus_lambda_times(as_numpy(dy), v)) for v in lambdas],
-            "call": forward_backward if mode == "eager" else functions[dtype],
-        })
+        cases.append(
+            {
+                "x": x,
+                "dy": dy,
+                "x_bits": bits(x),
+                "lambdas": lambdas if mode == "eager" else [tf.constant(v, tf.float32) for v in lambdas],
+                "dx_bits": [bits(minus_lambda_times(as_numpy(dy), v)) for v in lambdas],
+                "call": forward_backward if mode == "eager" else functions[dtype],
+            }
+        )
     start = threading.Barrier(THREADS)
     failures: list[str] = []
     done = [0] * THREADS
@@ -178,28 +182,36 @@ def large_scenario() -> dict:
     y_edges, dx_edges, size = reverse_large(tf.constant(large_pattern()), tf.constant(LARGE_LAMBDA))
     seconds = time.perf_counter() - began
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
-    return {"size": int(size), "seconds": seconds, "rss_before": rss_before, "peak_rss": peak,
-            "y_edges": y_edges.numpy().view(np.uint16).tolist(),
-            "dx_edges": dx_edges.numpy().view(np.uint16).tolist()}
+    return {
+        "size": int(size),
+        "seconds": seconds,
+        "rss_before": rss_before,
+        "peak_rss": peak,
+        "y_edges": y_edges.numpy().view(np.uint16).tolist(),
+        "dx_edges": dx_edges.numpy().view(np.uint16).tolist(),
+    }
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(available_memory_bytes() < LARGE_NEEDS_BYTES,
-                    reason=f"needs {LARGE_NEEDS_BYTES / 2**30:.0f} GiB of available memory for a 4 GiB half tensor "
-                           f"(has {available_memory_bytes() / 2**30:.1f} GiB)")
+@pytest.mark.skipif(
+    available_memory_bytes() < LARGE_NEEDS_BYTES,
+    reason=f"needs {LARGE_NEEDS_BYTES / 2**30:.0f} GiB of available memory for a 4 GiB half tensor "
+    f"(has {available_memory_bytes() / 2**30:.1f} GiB)",
+)
 def test_half_tensor_of_2_31_plus_7_elements_is_exact_at_both_ends_and_done_in_place():
     # In a fresh process: its peak memory is then this computation's alone,
     # and the 4 GiB go back to the system when it exits.
     env = script_environment(CUDA_VISIBLE_DEVICES="-1", TF_CPP_MIN_LOG_LEVEL="2")
-    process = subprocess.run([sys.executable, str(Path(__file__).resolve()), "large"], env=env,
-                             capture_output=True, text=True, timeout=600)
+    process = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "large"], env=env, capture_output=True, text=True, timeout=600
+    )
     lines = [line for line in process.stdout.splitlines() if line.startswith(RESULT_MARKER)]
     assert process.returncode == 0 and lines, f"exit {process.returncode}\n{process.stderr[-4000:]}"
-    result = json.loads(lines[-1][len(RESULT_MARKER):])
+    result = json.loads(lines[-1][len(RESULT_MARKER) :])
 
     assert result["size"] == LARGE_N
     pattern = large_pattern()
-    indices = np.r_[0:EDGE, LARGE_N - EDGE:LARGE_N]  # the last 7 lie past 2^31
+    indices = np.r_[0:EDGE, LARGE_N - EDGE : LARGE_N]  # the last 7 lie past 2^31
     x_edges = pattern[indices % PERIOD]
     y_edges = np.asarray(result["y_edges"], np.uint16).view(np.float16)
     dx_edges = np.asarray(result["dx_edges"], np.uint16).view(np.float16)
@@ -208,8 +220,10 @@ def test_half_tensor_of_2_31_plus_7_elements_is_exact_at_both_ends_and_done_in_p
 
     tensor_bytes = LARGE_N * 2
     growth = result["peak_rss"] - result["rss_before"]
-    print(f"2^31+7 half: {result['seconds']:.1f} s, peak RSS {result['peak_rss'] / 2**30:.2f} GiB "
-          f"(+{growth / 2**30:.2f} GiB for a {tensor_bytes / 2**30:.2f} GiB tensor)")
+    print(
+        f"2^31+7 half: {result['seconds']:.1f} s, peak RSS {result['peak_rss'] / 2**30:.2f} GiB "
+        f"(+{growth / 2**30:.2f} GiB for a {tensor_bytes / 2**30:.2f} GiB tensor)"
+    )
     # One full-size buffer for the whole step: x's, which y shares, dy takes
     # over (TensorFlow forwards it through the multiply) and dx takes over
     # (GradReverseGrad in place). A backward that allocated would need two.

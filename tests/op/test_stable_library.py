@@ -34,17 +34,21 @@ RELEASE = PACKAGE / "_libs" / f"tf{_library_choice.series(tf.__version__)}" / _l
 FRAMEWORK = Path(tf.sysconfig.get_lib()) / "libtensorflow_framework.so.2"
 
 needs_stable = pytest.mark.skipif(not STABLE.is_file(), reason="this installation has no stable-ABI library")
-needs_both = pytest.mark.skipif(not (STABLE.is_file() and RELEASE.is_file()),
-                                reason="needs both a C++ library for this TensorFlow and the stable-ABI library")
+needs_both = pytest.mark.skipif(
+    not (STABLE.is_file() and RELEASE.is_file()),
+    reason="needs both a C++ library for this TensorFlow and the stable-ABI library",
+)
 
 
 def run_python(code: str, library: str, cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess:
     env = {**os.environ, "GRAD_REVERSE_LIBRARY": library, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 # ------------------------------------------------------------ the ABI ----
+
 
 @needs_stable
 def test_the_stable_library_imports_only_the_c_api_and_the_c_and_cpp_runtimes():
@@ -134,8 +138,10 @@ LOAD = """
 
 
 @needs_both
-@pytest.mark.parametrize("made_with, loaded_with", [(_library_choice.RELEASE, _library_choice.STABLE),
-                                                    (_library_choice.STABLE, _library_choice.RELEASE)])
+@pytest.mark.parametrize(
+    "made_with, loaded_with",
+    [(_library_choice.RELEASE, _library_choice.STABLE), (_library_choice.STABLE, _library_choice.RELEASE)],
+)
 def test_a_savedmodel_made_with_one_library_runs_with_the_other(tmp_path, made_with, loaded_with):
     exported = run_python(EXPORT, made_with, tmp_path)
     assert exported.returncode == 0, exported.stderr[-3000:]
@@ -193,11 +199,16 @@ def test_the_stable_librarys_backward_writes_in_place_in_a_graph(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     rows = [line.split() for line in result.stdout.split("\n")[:4]]
     assert [(name, native) for name, native, _ in rows] == [
-        ("float16", "0"), ("bfloat16", "0"), ("float32", "0"), ("float64", "0")]
+        ("float16", "0"),
+        ("bfloat16", "0"),
+        ("float32", "0"),
+        ("float64", "0"),
+    ]
     assert rows[0][2] == rows[1][2] == "True"
 
 
 # ------------------------------------------------------- the loader's choice ----
+
 
 def fake_libraries(root: Path, *folders: str) -> Path:
     for folder in folders:
@@ -274,10 +285,14 @@ def test_a_tensorflow_lacking_a_c_function_is_an_import_error_naming_it(tmp_path
     folder = tmp_path / "stable"
     folder.mkdir()
     source = tmp_path / "missing.cc"
-    source.write_text('extern "C" void TF_ThisFunctionDoesNotExist();\n'
-                      'static int touched = (TF_ThisFunctionDoesNotExist(), 0);\n')
-    subprocess.run([compiler, "-shared", "-fPIC", "-o", str(folder / _library_choice.LIBRARY_NAME), str(source)],
-                   check=True, capture_output=True)
+    source.write_text(
+        'extern "C" void TF_ThisFunctionDoesNotExist();\nstatic int touched = (TF_ThisFunctionDoesNotExist(), 0);\n'
+    )
+    subprocess.run(
+        [compiler, "-shared", "-fPIC", "-o", str(folder / _library_choice.LIBRARY_NAME), str(source)],
+        check=True,
+        capture_output=True,
+    )
     (folder / _library_choice.BUILD_INFO_NAME).write_text(json.dumps({"abi": "stable", "xla": False, "cuda": False}))
     with pytest.raises(ImportError) as error:
         _loader.load_library(folder)
@@ -289,8 +304,14 @@ def test_a_tensorflow_lacking_a_c_function_is_an_import_error_naming_it(tmp_path
 @needs_stable
 def test_info_names_the_library_and_why_it_was_chosen(tmp_path):
     env = {**os.environ, "GRAD_REVERSE_LIBRARY": "stable", "TF_CPP_MIN_LOG_LEVEL": "2"}
-    result = subprocess.run([sys.executable, "-m", "grad_reverse", "info"], cwd=tmp_path, env=env,
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "grad_reverse", "info"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     lines = {line.split(None, 1)[0]: line.split(None, 1)[1] for line in result.stdout.splitlines() if " " in line}
     assert lines["library"].endswith(str(Path("_libs") / "stable" / _library_choice.LIBRARY_NAME))
@@ -302,8 +323,11 @@ def test_info_names_the_library_and_why_it_was_chosen(tmp_path):
 OTHER_PYTHON = os.environ.get("GRAD_REVERSE_OTHER_TENSORFLOW_PYTHON")
 
 
-@pytest.mark.skipif(not OTHER_PYTHON, reason="GRAD_REVERSE_OTHER_TENSORFLOW_PYTHON names no Python of another "
-                                             "TensorFlow with grad_reverse (CI's nightly row sets it)")
+@pytest.mark.skipif(
+    not OTHER_PYTHON,
+    reason="GRAD_REVERSE_OTHER_TENSORFLOW_PYTHON names no Python of another "
+    "TensorFlow with grad_reverse (CI's nightly row sets it)",
+)
 @pytest.mark.parametrize("direction", ["exported there, loaded here", "exported here, loaded there"])
 def test_a_savedmodel_moves_between_two_tensorflow_releases(tmp_path, direction):
     """E.g. one made under 2.21 with its C++ library runs under the nightly with
@@ -313,11 +337,13 @@ def test_a_savedmodel_moves_between_two_tensorflow_releases(tmp_path, direction)
     exporter, loader = (there, here) if direction.startswith("exported there") else (here, there)
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
     env.pop("GRAD_REVERSE_LIBRARY", None)  # each side loads what its installation chooses
-    exported = subprocess.run([*exporter, textwrap.dedent(EXPORT)], cwd=tmp_path, env=env,
-                              capture_output=True, text=True, timeout=300)
+    exported = subprocess.run(
+        [*exporter, textwrap.dedent(EXPORT)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
     assert exported.returncode == 0, exported.stderr[-3000:]
-    loaded = subprocess.run([*loader, textwrap.dedent(LOAD)], cwd=tmp_path, env=env,
-                            capture_output=True, text=True, timeout=300)
+    loaded = subprocess.run(
+        [*loader, textwrap.dedent(LOAD)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
     assert loaded.returncode == 0, loaded.stderr[-3000:]
     assert loaded.stdout.split()[:3] == ["True", "True", "True"], loaded.stdout
 
@@ -327,8 +353,10 @@ def test_a_savedmodel_moves_between_two_tensorflow_releases(tmp_path, direction)
 STABLE_BY_DEFAULT = _library_choice._release(tf.__version__) > _library_choice.SUPPORTED[1] and not RELEASE.is_file()
 
 
-@pytest.mark.skipif(not STABLE_BY_DEFAULT, reason="this TensorFlow has a C++ library here, or is inside the tested "
-                                                  "range (CI's nightly row runs this test)")
+@pytest.mark.skipif(
+    not STABLE_BY_DEFAULT,
+    reason="this TensorFlow has a C++ library here, or is inside the tested range (CI's nightly row runs this test)",
+)
 def test_a_newer_tensorflow_warns_once_at_import_and_info_names_the_stable_library(tmp_path):
     code = """
         import warnings

@@ -26,7 +26,8 @@ jit_fwd_bwd = tf.function(fwd_bwd, jit_compile=True)
 # fallback inside XLA instead.
 needs_xla_kernels = pytest.mark.skipif(
     not grad_reverse.BUILD_INFO["xla"],
-    reason=f"this build has no XLA kernels: {grad_reverse.BUILD_INFO.get('xla_note')}")
+    reason=f"this build has no XLA kernels: {grad_reverse.BUILD_INFO.get('xla_note')}",
+)
 
 
 def test_xla_forward_backward_is_bitwise_equal_to_the_native_kernels(dtype):
@@ -102,8 +103,9 @@ def test_xla_compiles_the_native_op_exactly_when_the_build_has_xla_kernels():
 
 def test_keras_layer_under_xla_uses_the_native_op_when_the_build_has_xla_kernels():
     layer = grad_reverse.GradReverse(0.5)
-    ops = compiled_op_types(lambda x: forward_backward(lambda t, _: layer(t, training=True), x, x, None),
-                           tf.ones([2, 3]))
+    ops = compiled_op_types(
+        lambda x: forward_backward(lambda t, _: layer(t, training=True), x, x, None), tf.ones([2, 3])
+    )
     assert ("GradReverse" in ops) == bool(grad_reverse.BUILD_INFO["xla"]), ops
 
 
@@ -120,8 +122,11 @@ def test_xla_rejects_a_non_finite_constant_lambda_at_compile_time():
 def test_keras_fit_with_jit_compile_trains_the_dann_model():
     x, y = batch(256)
     model = dann_model(grad_reverse.GradReverse(lambda_=1.0))
-    model.compile(optimizer=keras.optimizers.Adam(0.01), jit_compile=True,
-                  loss={"label": "binary_crossentropy", "domain": "binary_crossentropy"})
+    model.compile(
+        optimizer=keras.optimizers.Adam(0.01),
+        jit_compile=True,
+        loss={"label": "binary_crossentropy", "domain": "binary_crossentropy"},
+    )
     if grad_reverse.BUILD_INFO["xla"]:
         with warnings.catch_warnings():
             warnings.simplefilter("error", RuntimeWarning)  # no fallback warning

@@ -29,8 +29,9 @@ def run_console_script(tmp_path: Path, *args: str) -> subprocess.CompletedProces
     script = tmp_path / "bin" / cli.CONSOLE_SCRIPT
     script.parent.mkdir(exist_ok=True)
     script.write_text(CONSOLE_SCRIPT)
-    return subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True,
-                          env=dict(os.environ), timeout=300)
+    return subprocess.run(
+        [sys.executable, str(script), *args], capture_output=True, text=True, env=dict(os.environ), timeout=300
+    )
 
 
 def test_pyproject_installs_the_console_script_that_main_recognizes():
@@ -39,14 +40,17 @@ def test_pyproject_installs_the_console_script_that_main_recognizes():
     assert re.search(rf'^{re.escape(cli.CONSOLE_SCRIPT)}\s*=\s*"grad_reverse\.__main__:main"', scripts, re.M), scripts
 
 
-@pytest.mark.parametrize("argv0, expected", [
-    ("/home/user/venv/bin/grad-reverse", "grad-reverse"),
-    ("grad-reverse", "grad-reverse"),
-    (r"C:\venv\Scripts\grad-reverse.exe", "grad-reverse"),
-    ("/home/user/venv/lib/python3.11/site-packages/grad_reverse/__main__.py", "python -m grad_reverse"),
-    ("/usr/bin/some-other-tool", "python -m grad_reverse"),
-    ("", "python -m grad_reverse"),
-])
+@pytest.mark.parametrize(
+    "argv0, expected",
+    [
+        ("/home/user/venv/bin/grad-reverse", "grad-reverse"),
+        ("grad-reverse", "grad-reverse"),
+        (r"C:\venv\Scripts\grad-reverse.exe", "grad-reverse"),
+        ("/home/user/venv/lib/python3.11/site-packages/grad_reverse/__main__.py", "python -m grad_reverse"),
+        ("/usr/bin/some-other-tool", "python -m grad_reverse"),
+        ("", "python -m grad_reverse"),
+    ],
+)
 def test_program_name_is_what_the_user_typed(argv0, expected):
     assert cli.program_name(argv0) == expected
 

@@ -36,8 +36,10 @@ def driver(tmp_path_factory) -> Path:
         configure += ["-G", "Ninja"]
     result = subprocess.run(configure, capture_output=True, text=True)
     if result.returncode != 0 and NO_HEADERS in result.stdout + result.stderr:
-        pytest.skip("no CUDA headers found (nvcc on PATH, CUDAToolkit_ROOT, CUDA_PATH or /usr/local/cuda): "
-                    "the emulated grid compiles the kernel against cuda_fp16.h and cuda_bf16.h")
+        pytest.skip(
+            "no CUDA headers found (nvcc on PATH, CUDAToolkit_ROOT, CUDA_PATH or /usr/local/cuda): "
+            "the emulated grid compiles the kernel against cuda_fp16.h and cuda_bf16.h"
+        )
     assert result.returncode == 0, f"configure failed:\n{result.stdout[-3000:]}{result.stderr[-3000:]}"
     result = subprocess.run([cmake, "--build", str(build), "-j2"], capture_output=True, text=True)
     assert result.returncode == 0, f"build failed:\n{result.stdout[-3000:]}{result.stderr[-3000:]}"

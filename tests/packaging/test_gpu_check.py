@@ -17,8 +17,19 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 CHECK = ROOT / "scripts" / "gpu_check_lib"
-QUICK = ["--cpu-only", "--sizes", "0,3,4097", "--bandwidth-sizes", "64K", "--bandwidth-dtypes", "float32",
-         "--reps", "2", "--sanitizers", "memcheck"]
+QUICK = [
+    "--cpu-only",
+    "--sizes",
+    "0,3,4097",
+    "--bandwidth-sizes",
+    "64K",
+    "--bandwidth-dtypes",
+    "float32",
+    "--reps",
+    "2",
+    "--sanitizers",
+    "memcheck",
+]
 
 
 def kernels_module_path() -> Path:
@@ -43,8 +54,7 @@ def run_check(*args: str, command: tuple[str, ...] = (str(CHECK),), **env: str) 
     """The check run as `python COMMAND ARGS`, without the variables a device
     run sets, with `env` added."""
     env = {**{k: v for k, v in os.environ.items() if k not in ("OUT", "GPU_CHECK_T0")}, **env}
-    return subprocess.run([sys.executable, *command, *args], capture_output=True, text=True, env=env,
-                          timeout=600)
+    return subprocess.run([sys.executable, *command, *args], capture_output=True, text=True, env=env, timeout=600)
 
 
 def test_cpu_only_runs_every_part_and_writes_the_json(build_dir, tmp_path):
@@ -56,12 +66,20 @@ def test_cpu_only_runs_every_part_and_writes_the_json(build_dir, tmp_path):
     assert report["ok"] is True and report["mode"] == "cpu-only"
     assert report["correctness"]["failed"] == 0 and report["correctness"]["checks"] > 700
     cases = {r["case"] for r in report["correctness"]["records"]}
-    assert {"cpu_kernel_vs_numpy_all_16_bit", "aligned", "offset1", "in_place_offset1", "stream",
-            "inputs_unchanged"} <= cases
+    assert {
+        "cpu_kernel_vs_numpy_all_16_bit",
+        "aligned",
+        "offset1",
+        "in_place_offset1",
+        "stream",
+        "inputs_unchanged",
+    } <= cases
     # The --small re-run (what compute-sanitizer wraps on a GPU) ran and reported.
     assert [s["status"] for s in report["sanitizer"]] == ["ran-without-sanitizer"]
-    assert {(r["dtype"], r["mode"]) for r in report["bandwidth"]} == {("float32", "out_of_place"),
-                                                                      ("float32", "in_place")}
+    assert {(r["dtype"], r["mode"]) for r in report["bandwidth"]} == {
+        ("float32", "out_of_place"),
+        ("float32", "in_place"),
+    }
     assert all(r["kernel_GBps"] > 0 and r["copy_GBps"] > 0 for r in report["bandwidth"])
 
 
@@ -109,12 +127,15 @@ def test_no_kernel_module_is_a_setup_error(tmp_path):
 def test_bad_options_name_what_is_accepted(build_dir):
     result = run_check("--build-dir", str(build_dir), "--bandwidth-dtypes", "float8")
     assert result.returncode == 2
-    assert "unknown dtype 'float8' in --bandwidth-dtypes; accepted: float16, bfloat16, float32, float64" in result.stderr
+    assert (
+        "unknown dtype 'float8' in --bandwidth-dtypes; accepted: float16, bfloat16, float32, float64" in result.stderr
+    )
 
 
 def test_the_package_runs_with_python_dash_m_too(build_dir):
-    result = run_check("--build-dir", str(build_dir), *QUICK, command=("-m", "gpu_check_lib"),
-                       PYTHONPATH=str(CHECK.parent))
+    result = run_check(
+        "--build-dir", str(build_dir), *QUICK, command=("-m", "gpu_check_lib"), PYTHONPATH=str(CHECK.parent)
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -131,9 +152,20 @@ def test_gpu_check_sh_cpu_only_builds_the_module_and_passes(tmp_path):
         pytest.skip("no C++ compiler")
     pytest.importorskip("pybind11", reason="gpu_check.sh builds the module with this Python's pybind11")
     env = {**os.environ, "PYTHON": sys.executable, "OUT": str(tmp_path / "out")}
-    result = subprocess.run(["bash", str(ROOT / "scripts" / "gpu_check.sh"), "--cpu-only",
-                             "--build-dir", str(tmp_path / "build"), *QUICK[1:]],
-                            capture_output=True, text=True, env=env, timeout=900)
+    result = subprocess.run(
+        [
+            "bash",
+            str(ROOT / "scripts" / "gpu_check.sh"),
+            "--cpu-only",
+            "--build-dir",
+            str(tmp_path / "build"),
+            *QUICK[1:],
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "== gpu_check.sh: exit status 0" in result.stdout
     assert json.loads((tmp_path / "out" / "gpu_check.json").read_text())["ok"] is True

@@ -31,7 +31,8 @@ def test_the_machine_is_the_one_the_run_expects():
 def test_the_loaded_op_library_is_built_for_this_machine():
     library = _library_choice.library_path()
     assert elf_machine(library) == ELF_MACHINES[platform.machine()], (
-        f"{library} is not an ELF library for {platform.machine()}")
+        f"{library} is not an ELF library for {platform.machine()}"
+    )
 
 
 def test_the_kernel_module_is_built_for_this_machine():

@@ -27,13 +27,16 @@ def platforms(monkeypatch):
     return module
 
 
-@pytest.mark.parametrize("system, machine, level", [
-    ("linux", "x86_64", "tested"),
-    ("linux", "aarch64", "tested under emulation"),
-    ("linux", "ppc64le", "untested"),
-    ("darwin", "aarch64", "untested"),
-    ("win32", "x86_64", "untested"),
-])
+@pytest.mark.parametrize(
+    "system, machine, level",
+    [
+        ("linux", "x86_64", "tested"),
+        ("linux", "aarch64", "tested under emulation"),
+        ("linux", "ppc64le", "untested"),
+        ("darwin", "aarch64", "untested"),
+        ("win32", "x86_64", "untested"),
+    ],
+)
 def test_support_levels(platforms, system, machine, level):
     assert platforms.support_level(system, machine) == level
 
@@ -51,9 +54,14 @@ def test_linux_goes_on_on_any_cpu(platforms, system, machine):
     platforms.check_platform(system, machine)
 
 
-@pytest.mark.parametrize("system, machine, name", [
-    ("darwin", "aarch64", "macOS"), ("win32", "x86_64", "Windows"), ("freebsd", "x86_64", "freebsd"),
-])
+@pytest.mark.parametrize(
+    "system, machine, name",
+    [
+        ("darwin", "aarch64", "macOS"),
+        ("win32", "x86_64", "Windows"),
+        ("freebsd", "x86_64", "freebsd"),
+    ],
+)
 def test_another_os_stops_with_what_is_tested_and_the_override(platforms, system, machine, name):
     with pytest.raises(platforms.UntestedPlatform) as error:
         platforms.check_platform(system, machine)
@@ -84,8 +92,7 @@ def test_cpu_names_are_folded(platforms, monkeypatch, machine, folded):
 
 # Runs at the start-up of every process of the fake environment's Python, but
 # changes only pip's build-backend process (pyproject_hooks' _in_process.py).
-SIMULATE_MACOS = ('import sys; exec("if any(\\"_in_process\\" in a for a in sys.argv): '
-                  'sys.platform = \\"darwin\\"")\n')
+SIMULATE_MACOS = 'import sys; exec("if any(\\"_in_process\\" in a for a in sys.argv): sys.platform = \\"darwin\\"")\n'
 
 
 def fake_macos_environment(tmp_path: Path, tensorflow: str = "") -> Path:
@@ -94,8 +101,14 @@ def fake_macos_environment(tmp_path: Path, tensorflow: str = "") -> Path:
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
-    site = Path(subprocess.run([str(python), "-c", "import site; print(site.getsitepackages()[0])"],
-                               capture_output=True, text=True, check=True).stdout.strip())
+    site = Path(
+        subprocess.run(
+            [str(python), "-c", "import site; print(site.getsitepackages()[0])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
     (site / "zz_simulate_macos.pth").write_text(SIMULATE_MACOS)
     if tensorflow:
         name, version = tensorflow.split("==")
@@ -108,7 +121,10 @@ def fake_macos_environment(tmp_path: Path, tensorflow: str = "") -> Path:
 def pip_install(python: Path, **env: str) -> str:
     result = subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-cache-dir", str(ROOT)],
-        capture_output=True, text=True, timeout=600, env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, **env},
     )
     output = result.stdout + result.stderr
     assert result.returncode != 0, output
@@ -122,7 +138,9 @@ def test_pip_install_on_macos_stops_at_the_start_with_one_message(tmp_path):
     assert "this is macOS (darwin, " in output
     assert f"{VARIABLE}=1 to try anyway" in output
     assert output.count("grad-reverse is built and tested") == 1  # one message, no traceback
-    assert not any(word in output for word in ("Traceback", "CMake Error", "The CXX compiler", "Building CXX", "fatal error")), output
+    assert not any(
+        word in output for word in ("Traceback", "CMake Error", "The CXX compiler", "Building CXX", "fatal error")
+    ), output
 
 
 def test_pip_install_on_macos_with_the_override_goes_on_to_the_next_check(tmp_path):

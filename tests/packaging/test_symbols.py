@@ -24,14 +24,18 @@ from grad_reverse import _library_choice
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "build_tools"))
 import elf_symbols  # noqa: E402
 
-pytestmark = pytest.mark.skipif(not (shutil.which("nm") and shutil.which("objdump")),
-                                reason="binutils (nm, objdump) not on PATH")
+pytestmark = pytest.mark.skipif(
+    not (shutil.which("nm") and shutil.which("objdump")), reason="binutils (nm, objdump) not on PATH"
+)
 PACKAGE = Path(grad_reverse.__file__).resolve().parent
 
 
 def built_libraries() -> list[Path]:
-    return (sorted(PACKAGE.glob("_libs/tf*/" + _library_choice.LIBRARY_NAME)) + sorted(PACKAGE.glob("_libs/stable/" + _library_choice.LIBRARY_NAME))
-            + sorted(PACKAGE.glob("_kernels*.so")))
+    return (
+        sorted(PACKAGE.glob("_libs/tf*/" + _library_choice.LIBRARY_NAME))
+        + sorted(PACKAGE.glob("_libs/stable/" + _library_choice.LIBRARY_NAME))
+        + sorted(PACKAGE.glob("_kernels*.so"))
+    )
 
 
 def test_the_package_holds_the_libraries_it_loads():
@@ -43,9 +47,11 @@ def test_no_cuda_runtime_symbol_is_left_for_another_library(library):
     assert elf_symbols.undefined_cuda_symbols(library) == []
 
 
-@pytest.mark.skipif(os.environ.get("GRAD_REVERSE_EXPECT_PORTABLE") != "1",
-                    reason="a source build links this machine's glibc and libstdc++ (set "
-                           "GRAD_REVERSE_EXPECT_PORTABLE=1 to check the portable wheel)")
+@pytest.mark.skipif(
+    os.environ.get("GRAD_REVERSE_EXPECT_PORTABLE") != "1",
+    reason="a source build links this machine's glibc and libstdc++ (set "
+    "GRAD_REVERSE_EXPECT_PORTABLE=1 to check the portable wheel)",
+)
 @pytest.mark.parametrize("library", built_libraries(), ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_the_portable_wheel_needs_no_newer_symbols_than_tensorflow(library):
     assert elf_symbols.too_new(elf_symbols.newest_versions(library)) == []

@@ -25,7 +25,8 @@ def test_a_row_is_a_release_with_an_optional_python():
 
 def test_the_default_rows_cover_every_supported_release_and_the_extra_pythons():
     provider = importlib.util.spec_from_file_location(
-        "tensorflow_requirement", SCRIPT.parents[1] / "build_tools" / "tensorflow_requirement.py")
+        "tensorflow_requirement", SCRIPT.parents[1] / "build_tools" / "tensorflow_requirement.py"
+    )
     module = importlib.util.module_from_spec(provider)
     provider.loader.exec_module(module)
     oldest, newest = module.OLDEST_SUPPORTED, module.NEWEST_SUPPORTED
@@ -54,7 +55,8 @@ def test_junit_results_are_counted_with_skip_reasons(tmp_path):
         '<testcase classname="tests.test_a" name="err"><error message="setup"/></testcase>'
         '<testcase classname="tests.test_b" name="gpu1"><skipped message="no GPU"/></testcase>'
         '<testcase classname="tests.test_b" name="gpu2"><skipped message="no GPU"/></testcase>'
-        '</testsuite></testsuites>')
+        "</testsuite></testsuites>"
+    )
     row = matrix.Row("2.15", "3.11")
     matrix.read_junit(junit, row)
     assert (row.passed, row.failed, row.skipped) == (1, 2, 2)
@@ -63,9 +65,20 @@ def test_junit_results_are_counted_with_skip_reasons(tmp_path):
 
 
 def test_the_table_has_one_line_per_row():
-    rows = [matrix.Row("2.15", "3.11", result="passed", tensorflow="2.15.1", python_version="3.11.7",
-                       build_seconds=93.4, passed=150, skipped=3, xla_kernels=True),
-            matrix.Row("2.15", "3.13", result="no wheel", note="no wheel for 3.13")]
+    rows = [
+        matrix.Row(
+            "2.15",
+            "3.11",
+            result="passed",
+            tensorflow="2.15.1",
+            python_version="3.11.7",
+            build_seconds=93.4,
+            passed=150,
+            skipped=3,
+            xla_kernels=True,
+        ),
+        matrix.Row("2.15", "3.13", result="no wheel", note="no wheel for 3.13"),
+    ]
     table = matrix.markdown(rows).splitlines()
     assert len(table) == 4
     assert table[2] == "| 2.15.1 | 3.11.7 |  | passed | 93 | 150 | 0 | 3 | yes |  |"

@@ -32,6 +32,7 @@ def provider(monkeypatch):
 
 # ------------------------------------------------------ supported range ----
 
+
 @pytest.mark.parametrize("version", ["2.15.0", "2.15.1", "2.18.1", "2.21.0", "2.21.0rc1"])
 def test_releases_inside_the_range_are_supported(provider, version):
     assert provider.unsupported_message(version) is None
@@ -73,8 +74,12 @@ def test_keras_3_is_required_only_where_tensorflow_uses_it(provider):
 @pytest.mark.parametrize("version, code", [("2.15.1", 0), ("2.21.0", 0), ("2.14.1", 2), ("2.22.0", 3)])
 def test_cmake_asks_the_same_question(version, code):
     """3: newer than the tested range, so CMake builds the C++ library as a best effort."""
-    result = subprocess.run([sys.executable, str(PROVIDER), "check-version", version],
-                            capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+    result = subprocess.run(
+        [sys.executable, str(PROVIDER), "check-version", version],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin"},
+    )
     assert result.returncode == code, result.stderr
     assert ("supports TensorFlow 2.15 to 2.21" in result.stderr) == (code == 2)
     assert ("newer than the newest tested release" in result.stdout) == (code == 3)
@@ -85,8 +90,9 @@ def fake_environment(tmp_path: Path, distribution: str, version: str) -> Path:
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
-    site = subprocess.run([str(python), "-c", "import site; print(site.getsitepackages()[0])"],
-                          capture_output=True, text=True, check=True).stdout.strip()
+    site = subprocess.run(
+        [str(python), "-c", "import site; print(site.getsitepackages()[0])"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     dist_info = Path(site) / f"{distribution.replace('-', '_')}-{version}.dist-info"
     dist_info.mkdir(parents=True)
     (dist_info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {distribution}\nVersion: {version}\n")
@@ -99,9 +105,10 @@ def test_pip_install_against_an_unsupported_tensorflow_stops_at_the_start(tmp_pa
     message, before CMake or a compiler runs."""
     python = fake_environment(tmp_path, "tensorflow-cpu", "2.14.1")
     result = subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps",
-         "--no-cache-dir", str(ROOT)],
-        capture_output=True, text=True, timeout=600,
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-cache-dir", str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     output = result.stdout + result.stderr
     assert result.returncode != 0, output
@@ -114,13 +121,18 @@ def test_pip_install_against_an_unsupported_tensorflow_stops_at_the_start(tmp_pa
 
 # ---------------------------------------------------------- header probes ----
 
+
 def preprocess(include_dir: Path) -> str:
     compiler = shutil.which("c++") or shutil.which("g++")
     if compiler is None:
         pytest.skip("no C++ compiler on this machine")
     source = '#include "cc/kernels/tf_compat.h"\nxla=GRAD_REVERSE_TF_HAS_XLA_HEADERS builder=GRAD_REVERSE_XLA_BUILDER_HEADER\n'
-    result = subprocess.run([compiler, "-std=c++17", "-E", "-P", "-x", "c++", "-I", str(ROOT),
-                             "-I", str(include_dir), "-"], input=source, capture_output=True, text=True)
+    result = subprocess.run(
+        [compiler, "-std=c++17", "-E", "-P", "-x", "c++", "-I", str(ROOT), "-I", str(include_dir), "-"],
+        input=source,
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stderr
     return result.stdout.strip().splitlines()[-1]
 
@@ -132,8 +144,9 @@ def headers(root: Path, *paths: str) -> Path:
     return root
 
 
-@pytest.mark.parametrize("builder", ["xla/hlo/builder/xla_builder.h", "xla/client/xla_builder.h"],
-                         ids=["2.19+", "2.15-2.18"])
+@pytest.mark.parametrize(
+    "builder", ["xla/hlo/builder/xla_builder.h", "xla/client/xla_builder.h"], ids=["2.19+", "2.15-2.18"]
+)
 def test_the_compat_header_finds_the_xla_builder_where_the_release_keeps_it(tmp_path, builder):
     include = headers(tmp_path, builder, "tensorflow/compiler/tf2xla/xla_op_kernel.h")
     assert preprocess(include) == f'xla=1 builder="{builder}"'
@@ -153,10 +166,27 @@ def tf2xla_headers_preprocess() -> subprocess.CompletedProcess:
     include = Path(tf.sysconfig.get_include())
     flags = [f for f in tf.sysconfig.get_compile_flags() if f.startswith("-D")]
     return subprocess.run(
-        [compiler, "-std=c++17", "-M", "-x", "c++", *flags, "-I", str(ROOT), "-isystem", str(include),
-         "-isystem", str(include / "external/highwayhash"),
-         "-isystem", str(include / "external/farmhash_archive/src"), "-"],
-        input='#include "tensorflow/compiler/tf2xla/xla_op_kernel.h"\n', capture_output=True, text=True)
+        [
+            compiler,
+            "-std=c++17",
+            "-M",
+            "-x",
+            "c++",
+            *flags,
+            "-I",
+            str(ROOT),
+            "-isystem",
+            str(include),
+            "-isystem",
+            str(include / "external/highwayhash"),
+            "-isystem",
+            str(include / "external/farmhash_archive/src"),
+            "-",
+        ],
+        input='#include "tensorflow/compiler/tf2xla/xla_op_kernel.h"\n',
+        capture_output=True,
+        text=True,
+    )
 
 
 def test_the_build_has_xla_kernels_exactly_when_the_tf2xla_headers_are_usable():
@@ -171,16 +201,19 @@ def test_the_build_has_xla_kernels_exactly_when_the_tf2xla_headers_are_usable():
 
 # ------------------------------------------------------ CUDA mismatches ----
 
+
 def run_cmake_check(tmp_path: Path, nvcc: str, tf_cuda: str) -> subprocess.CompletedProcess:
     cmake = shutil.which("cmake")
     if cmake is None:
         pytest.skip("cmake is not installed")
     script = tmp_path / "check.cmake"
-    script.write_text(textwrap.dedent(f"""\
+    script.write_text(
+        textwrap.dedent(f"""\
         include("{ROOT.as_posix()}/cmake/TensorFlowFeatures.cmake")
         grad_reverse_check_cuda_versions("{nvcc}" "{tf_cuda}" note)
         message(STATUS "note=[${{note}}]")
-    """))
+    """)
+    )
     return subprocess.run([cmake, "-P", str(script)], capture_output=True, text=True)
 
 
@@ -195,8 +228,9 @@ def test_the_build_warns_when_nvcc_and_tensorflow_differ_in_cuda_major(tmp_path)
     assert "note=[built with CUDA 13.0.88" in result.stdout
 
 
-@pytest.mark.parametrize("nvcc, tf_cuda", [("12.8.93", "12.5.1"), ("13.0.88", "")],
-                         ids=["same major", "CPU TensorFlow"])
+@pytest.mark.parametrize(
+    "nvcc, tf_cuda", [("12.8.93", "12.5.1"), ("13.0.88", "")], ids=["same major", "CPU TensorFlow"]
+)
 def test_the_build_is_quiet_when_cuda_majors_match_or_tensorflow_has_no_cuda(tmp_path, nvcc, tf_cuda):
     result = run_cmake_check(tmp_path, nvcc, tf_cuda)
     assert result.returncode == 0 and "Warning" not in result.stderr

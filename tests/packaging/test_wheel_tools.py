@@ -42,8 +42,10 @@ def deb(files: dict, links: dict) -> bytes:
 
 
 def test_unpacking_makes_absolute_links_point_inside_the_sysroot(tmp_path):
-    package = deb({"./lib/x86_64-linux-gnu/libm.so.6": b"ELF"},
-                  {"./usr/lib/x86_64-linux-gnu/libm.so": "/lib/x86_64-linux-gnu/libm.so.6"})
+    package = deb(
+        {"./lib/x86_64-linux-gnu/libm.so.6": b"ELF"},
+        {"./usr/lib/x86_64-linux-gnu/libm.so": "/lib/x86_64-linux-gnu/libm.so.6"},
+    )
     sysroot.unpack(package, "libm", tmp_path)
     link = tmp_path / "usr/lib/x86_64-linux-gnu/libm.so"
     assert link.is_symlink() and not Path(link.readlink()).is_absolute()
@@ -78,21 +80,25 @@ def test_both_sysroots_hold_the_same_packages_and_versions():
     # the x86-64 one: the same symbol limits hold for both.
     def pins(arch):
         return [(package.name, package.version) for package in sysroot.PACKAGES[arch]]
+
     assert pins("aarch64") == pins("x86_64")
 
 
-@pytest.mark.parametrize("platform_tag, ok", [
-    ("manylinux_2_24_x86_64", True),
-    ("manylinux_2_17_x86_64.manylinux2014_x86_64", True),
-    ("manylinux_2_27_x86_64", True),
-    ("manylinux_2_28_x86_64", False),
-    ("linux_x86_64", False),
-    ("manylinux_2_24_aarch64", True),
-    ("manylinux_2_17_aarch64.manylinux2014_aarch64", True),
-    ("manylinux_2_28_aarch64", False),
-    ("linux_aarch64", False),
-    ("manylinux_2_17_ppc64le", False),
-])
+@pytest.mark.parametrize(
+    "platform_tag, ok",
+    [
+        ("manylinux_2_24_x86_64", True),
+        ("manylinux_2_17_x86_64.manylinux2014_x86_64", True),
+        ("manylinux_2_27_x86_64", True),
+        ("manylinux_2_28_x86_64", False),
+        ("linux_x86_64", False),
+        ("manylinux_2_24_aarch64", True),
+        ("manylinux_2_17_aarch64.manylinux2014_aarch64", True),
+        ("manylinux_2_28_aarch64", False),
+        ("linux_aarch64", False),
+        ("manylinux_2_17_ppc64le", False),
+    ],
+)
 def test_the_wheel_tag_must_be_manylinux_2_27_or_older(platform_tag, ok):
     problems = check_wheel.tag_problems(Path(f"grad_reverse-0.1.0-py3-none-{platform_tag}.whl"))
     assert (problems == []) == ok, problems
@@ -103,8 +109,9 @@ def _elf_header(machine: int) -> bytes:
     return b"\x7fELF\x02\x01\x01" + bytes(9) + (3).to_bytes(2, "little") + machine.to_bytes(2, "little") + bytes(44)
 
 
-@pytest.mark.parametrize("cpu, machine, ok", [
-    ("aarch64", 183, True), ("aarch64", 62, False), ("x86_64", 62, True), ("x86_64", 183, False)])
+@pytest.mark.parametrize(
+    "cpu, machine, ok", [("aarch64", 183, True), ("aarch64", 62, False), ("x86_64", 62, True), ("x86_64", 183, False)]
+)
 def test_a_library_built_for_another_cpu_than_the_tags_is_reported(tmp_path, monkeypatch, cpu, machine, ok):
     wheel = tmp_path / f"grad_reverse-0.1.0-py3-none-manylinux_2_24_{cpu}.whl"
     with zipfile.ZipFile(wheel, "w") as archive:
@@ -121,11 +128,15 @@ def test_a_library_built_for_another_cpu_than_the_tags_is_reported(tmp_path, mon
 def test_symbol_versions_above_tensorflows_own_are_reported():
     assert elf_symbols.too_new({"GLIBC": (2, 27), "GLIBCXX": (3, 4, 22)}) == []
     assert elf_symbols.too_new({"GLIBC": (2, 34), "GLIBCXX": (3, 4, 30), "CXXABI": (1, 3, 9)}) == [
-        "GLIBC_2.34 > 2.27", "GLIBCXX_3.4.30 > 3.4.22"]
+        "GLIBC_2.34 > 2.27",
+        "GLIBCXX_3.4.30 > 3.4.22",
+    ]
 
 
-@pytest.mark.parametrize("name", ["gcc", "g++", "cc", "c++", "g++-12", "x86_64-linux-gnu-g++-12",
-                                  "clang++", "clang-14", "cmake", "nvcc", "cpp"])
+@pytest.mark.parametrize(
+    "name",
+    ["gcc", "g++", "cc", "c++", "g++-12", "x86_64-linux-gnu-g++-12", "clang++", "clang-14", "cmake", "nvcc", "cpp"],
+)
 def test_compilers_are_hidden(name):
     assert no_compiler_path.hidden(name)
 
@@ -152,13 +163,23 @@ def test_a_wheel_without_the_stable_library_is_reported(tmp_path, monkeypatch):
 
 def test_the_stable_librarys_imports_are_checked_against_each_release(monkeypatch, tmp_path, capsys):
     """A C++ name among its imports, or a C function a release does not export, is reported."""
-    imports = [("TF_GetInput", ""), ("TF_NewKernelBuilder", ""), ("memcpy", "GLIBC_2.14"),
-               ("_ZNSt6thread20hardware_concurrencyEv", "GLIBCXX_3.4.17"), ("__gmon_start__", ""),
-               ("_ZN4absl12lts_2025081418container_internal19GetRefForEmptyClassERNS1_12CommonFieldsE", "")]
+    imports = [
+        ("TF_GetInput", ""),
+        ("TF_NewKernelBuilder", ""),
+        ("memcpy", "GLIBC_2.14"),
+        ("_ZNSt6thread20hardware_concurrencyEv", "GLIBCXX_3.4.17"),
+        ("__gmon_start__", ""),
+        ("_ZN4absl12lts_2025081418container_internal19GetRefForEmptyClassERNS1_12CommonFieldsE", ""),
+    ]
     monkeypatch.setattr(elf_symbols, "undefined_dynamic_symbols", lambda path: imports)
-    monkeypatch.setattr(check_wheel, "exported_functions",
-                        lambda path: {"TF_GetInput", "TF_NewKernelBuilder"} if path.name == "new" else {"TF_GetInput"})
-    problems = check_wheel.stable_library_problems(tmp_path / "lib.so", {"2.15": tmp_path / "old", "2.21": tmp_path / "new"})
+    monkeypatch.setattr(
+        check_wheel,
+        "exported_functions",
+        lambda path: {"TF_GetInput", "TF_NewKernelBuilder"} if path.name == "new" else {"TF_GetInput"},
+    )
+    problems = check_wheel.stable_library_problems(
+        tmp_path / "lib.so", {"2.15": tmp_path / "old", "2.21": tmp_path / "new"}
+    )
     assert len(problems) == 2, problems
     assert "imports _ZN4absl12lts_2025081418container_internal19GetRefForEmptyClass" in problems[0]
     assert "TensorFlow 2.15's old does not export TF_NewKernelBuilder" in problems[1]

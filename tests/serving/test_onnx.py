@@ -21,7 +21,9 @@ import tensorflow as tf
 from helpers.serving import keras_dann, keras_export
 
 tf2onnx = pytest.importorskip("tf2onnx", reason="tf2onnx is not installed (pip install tf2onnx onnxruntime)")
-onnxruntime = pytest.importorskip("onnxruntime", reason="onnxruntime is not installed (pip install tf2onnx onnxruntime)")
+onnxruntime = pytest.importorskip(
+    "onnxruntime", reason="onnxruntime is not installed (pip install tf2onnx onnxruntime)"
+)
 import onnx  # noqa: E402 (tf2onnx's own dependency: present when tf2onnx is)
 
 LAMBDA = 0.3

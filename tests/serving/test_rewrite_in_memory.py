@@ -21,6 +21,7 @@ LAMBDA = 0.3
 def rewritten_graph(dtype):
     """(MetaGraphDef rewritten in place, its changes, input names, output names)
     of a function returning y and dx of grad_reverse."""
+
     @tf.function
     def forward_backward(x, dy, lambda_):
         with tf.GradientTape() as tape:
@@ -29,7 +30,8 @@ def rewritten_graph(dtype):
         return y, tape.gradient(y, x, output_gradients=dy)
 
     concrete = forward_backward.get_concrete_function(
-        tf.TensorSpec([None], dtype), tf.TensorSpec([None], dtype), tf.TensorSpec([], tf.float32))
+        tf.TensorSpec([None], dtype), tf.TensorSpec([None], dtype), tf.TensorSpec([], tf.float32)
+    )
     meta_graph = meta_graph_pb2.MetaGraphDef()
     meta_graph.graph_def.CopyFrom(concrete.graph.as_graph_def())
     op_types = {node.op for node in meta_graph.graph_def.node}

@@ -28,9 +28,7 @@ LAMBDA = 0.5  # of the tf.Module model
 def run_python(code: str, *args: str) -> subprocess.CompletedProcess:
     """A fresh interpreter, with this process's environment (and so its grad_reverse)."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    return subprocess.run(
-        [sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, timeout=600
-    )
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, timeout=600)
 
 
 def last_json_line(result: subprocess.CompletedProcess):

@@ -38,8 +38,13 @@ def assert_one_error(err: str, path: Path, reason: str) -> None:
 
 def test_missing_src_is_no_such_directory_with_the_real_command(tmp_path):
     missing, dst = tmp_path / "missing", tmp_path / "dst"
-    result = subprocess.run([sys.executable, "-m", "grad_reverse", "make-servable", str(missing), str(dst)],
-                            capture_output=True, text=True, env=ENV, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-m", "grad_reverse", "make-servable", str(missing), str(dst)],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=600,
+    )
     assert result.returncode == 2
     assert f"make-servable: error: {missing}: no such directory" in result.stderr
     assert "Traceback" not in result.stderr and not dst.exists()

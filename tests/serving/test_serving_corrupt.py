@@ -72,8 +72,9 @@ def _reshape_a_variable(src: Path) -> None:
     assert tensors[target].shape[0] != tensors[target].shape[1], "a square kernel would still match"
     for file in (src / "variables").iterdir():
         file.unlink()
-    tf.raw_ops.SaveV2(prefix=prefix, tensor_names=names, shape_and_slices=[""] * len(names),
-                      tensors=[tf.constant(t) for t in tensors])
+    tf.raw_ops.SaveV2(
+        prefix=prefix, tensor_names=names, shape_and_slices=[""] * len(names), tensors=[tf.constant(t) for t in tensors]
+    )
 
 
 def _data_file(src: Path) -> Path:
@@ -83,38 +84,63 @@ def _data_file(src: Path) -> Path:
 
 # case: (damage, phrase the error line must hold)
 CASES = {
-    "pb_truncated": (lambda s: _replace(s / "saved_model.pb", lambda b: b[: len(b) // 2]),
-                     "saved_model.pb is corrupt or truncated"),
-    "pb_cut_to_10_bytes": (lambda s: _replace(s / "saved_model.pb", lambda b: b[:10]),
-                           "saved_model.pb is corrupt or truncated"),
+    "pb_truncated": (
+        lambda s: _replace(s / "saved_model.pb", lambda b: b[: len(b) // 2]),
+        "saved_model.pb is corrupt or truncated",
+    ),
+    "pb_cut_to_10_bytes": (
+        lambda s: _replace(s / "saved_model.pb", lambda b: b[:10]),
+        "saved_model.pb is corrupt or truncated",
+    ),
     "pb_empty": (lambda s: _replace(s / "saved_model.pb", lambda b: b""), "saved_model.pb is corrupt or truncated"),
-    "pb_random_bytes": (lambda s: _replace(s / "saved_model.pb", lambda b: np.random.default_rng(0).bytes(len(b))),
-                        "saved_model.pb is corrupt or truncated"),
+    "pb_random_bytes": (
+        lambda s: _replace(s / "saved_model.pb", lambda b: np.random.default_rng(0).bytes(len(b))),
+        "saved_model.pb is corrupt or truncated",
+    ),
     "pb_byte_flipped": (lambda s: _replace(s / "saved_model.pb", _flip_a_byte_in_the_middle), "saved_model.pb "),
-    "pb_bit_flipped_still_parses": (lambda s: _replace(s / "saved_model.pb", _flip_a_bit_in_a_device_name),
-                                    "saved_model.pb does not match the checksum fingerprint.pb holds"),
-    "pb_is_a_directory": (lambda s: ((s / "saved_model.pb").unlink(), (s / "saved_model.pb").mkdir()),
-                          "saved_model.pb is not a regular file"),
+    "pb_bit_flipped_still_parses": (
+        lambda s: _replace(s / "saved_model.pb", _flip_a_bit_in_a_device_name),
+        "saved_model.pb does not match the checksum fingerprint.pb holds",
+    ),
+    "pb_is_a_directory": (
+        lambda s: ((s / "saved_model.pb").unlink(), (s / "saved_model.pb").mkdir()),
+        "saved_model.pb is not a regular file",
+    ),
     "variables_folder_missing": (lambda s: shutil.rmtree(s / "variables"), "has no variables folder"),
-    "variables_index_missing": (lambda s: (s / "variables" / "variables.index").unlink(),
-                                "has no variables/variables.index"),
-    "variables_index_truncated": (lambda s: _replace(s / "variables" / "variables.index", lambda b: b[: len(b) // 2]),
-                                  "variables/variables.index is corrupt or truncated"),
-    "variables_index_random_bytes": (lambda s: _replace(s / "variables" / "variables.index",
-                                                        lambda b: np.random.default_rng(1).bytes(len(b))),
-                                     "variables/variables.index is corrupt or truncated"),
-    "variables_data_byte_flipped": (lambda s: _replace(_data_file(s), _flip_a_byte_in_the_middle),
-                                    "variables/variables.data-00000-of-00001 is corrupt or truncated"),
-    "variables_data_truncated": (lambda s: _replace(_data_file(s), lambda b: b[: len(b) // 2]),
-                                 "variables/variables.data-00000-of-00001 is corrupt or truncated"),
+    "variables_index_missing": (
+        lambda s: (s / "variables" / "variables.index").unlink(),
+        "has no variables/variables.index",
+    ),
+    "variables_index_truncated": (
+        lambda s: _replace(s / "variables" / "variables.index", lambda b: b[: len(b) // 2]),
+        "variables/variables.index is corrupt or truncated",
+    ),
+    "variables_index_random_bytes": (
+        lambda s: _replace(s / "variables" / "variables.index", lambda b: np.random.default_rng(1).bytes(len(b))),
+        "variables/variables.index is corrupt or truncated",
+    ),
+    "variables_data_byte_flipped": (
+        lambda s: _replace(_data_file(s), _flip_a_byte_in_the_middle),
+        "variables/variables.data-00000-of-00001 is corrupt or truncated",
+    ),
+    "variables_data_truncated": (
+        lambda s: _replace(_data_file(s), lambda b: b[: len(b) // 2]),
+        "variables/variables.data-00000-of-00001 is corrupt or truncated",
+    ),
     "variables_data_missing": (lambda s: _data_file(s).unlink(), "missing some of its variables.data-* shards"),
     "variables_shapes_differ_from_graph": (_reshape_a_variable, "but saved_model.pb declares it float32"),
-    "fingerprint_garbage": (lambda s: _replace(s / "fingerprint.pb", lambda b: b"\xff" * 40),
-                            "fingerprint.pb is corrupt"),
-    "fingerprint_truncated": (lambda s: _replace(s / "fingerprint.pb", lambda b: b[: len(b) // 2]),
-                              "fingerprint.pb is corrupt"),
-    "fingerprint_is_a_directory": (lambda s: ((s / "fingerprint.pb").unlink(), (s / "fingerprint.pb").mkdir()),
-                                   "fingerprint.pb is corrupt"),
+    "fingerprint_garbage": (
+        lambda s: _replace(s / "fingerprint.pb", lambda b: b"\xff" * 40),
+        "fingerprint.pb is corrupt",
+    ),
+    "fingerprint_truncated": (
+        lambda s: _replace(s / "fingerprint.pb", lambda b: b[: len(b) // 2]),
+        "fingerprint.pb is corrupt",
+    ),
+    "fingerprint_is_a_directory": (
+        lambda s: ((s / "fingerprint.pb").unlink(), (s / "fingerprint.pb").mkdir()),
+        "fingerprint.pb is corrupt",
+    ),
     "function_missing_from_library": (_drop_a_called_function, "which is not in the graph's function library"),
 }
 
@@ -191,8 +217,13 @@ def test_the_real_command_prints_no_tensorflow_traceback_for_a_garbage_fingerpri
     shutil.copytree(small_export, src)
     _replace(src / "fingerprint.pb", lambda b: b"\xff" * 40)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="0")  # every TensorFlow log line that would appear
-    result = subprocess.run([sys.executable, "-m", "grad_reverse", "make-servable", str(src), str(tmp_path / "dst")],
-                            capture_output=True, text=True, env=env, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-m", "grad_reverse", "make-servable", str(src), str(tmp_path / "dst")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert result.returncode == 2, result.stdout + result.stderr
     assert "Traceback" not in result.stderr and "Fingerprint Error" not in result.stderr, result.stderr
     assert f"make-servable: error: {src}: fingerprint.pb is corrupt" in result.stderr

@@ -177,7 +177,10 @@ def test_string_input_signature_exits_3_and_allow_unverified_writes_dst(capsys, 
 def test_the_exit_status_reaches_the_shell(models, tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "grad_reverse", "make-servable", str(models["text"]), str(tmp_path / "dst")],
-        capture_output=True, text=True, env=ENV, timeout=600,
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=600,
     )
     assert result.returncode == 3, result.stderr
     assert "make-servable: UNVERIFIED:" in result.stderr and "Traceback" not in result.stderr
@@ -224,7 +227,8 @@ def test_every_meta_graph_holding_serve_is_verified(models, tmp_path):
     assert out.getvalue().strip().splitlines()[-1].startswith(f"OK: {dst} holds only stock TensorFlow ops; all 2 ")
     # Both MetaGraphs load by their tags from DST and run without the op library's help.
     assert [sorted(m.meta_info_def.tags) for m in serving.read_saved_model(dst).meta_graphs] == [
-        ["serve"], ["gpu", "serve"]
+        ["serve"],
+        ["gpu", "serve"],
     ]
 
 

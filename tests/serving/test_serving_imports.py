@@ -23,7 +23,7 @@ def imported_modules(path: Path) -> set:
             # `from grad_reverse.serving import rewrite` imports the module rewrite.
             names.update(f"{node.module}.{alias.name}" for alias in node.names)
     modules = {path.stem for path in SERVING_DIR.glob("*.py")} - {"__init__", "__main__"}
-    return {name[len(PACKAGE) + 1:] for name in names if name.startswith(PACKAGE + ".")} & modules
+    return {name[len(PACKAGE) + 1 :] for name in names if name.startswith(PACKAGE + ".")} & modules
 
 
 def import_graph() -> dict:
@@ -44,7 +44,7 @@ def find_circle(graph: dict) -> list:
         state[module] = "open"
         for target in sorted(graph.get(module, ())):
             if state.get(target) == "open":
-                return path[path.index(target):] + [module, target] if target in path else [module, target]
+                return path[path.index(target) :] + [module, target] if target in path else [module, target]
             if target not in state:
                 found = visit(target, path + [module])
                 if found:
@@ -100,4 +100,7 @@ print(sorted(m for m in sys.modules if m.split(".")[0] in ("tensorflow", "numpy"
     )
     assert result.returncode == 0, result.stderr
     loaded = result.stdout.strip()
-    assert loaded == "['grad_reverse', 'grad_reverse.serving', 'grad_reverse.serving.cli', 'grad_reverse.serving.constants']"
+    assert (
+        loaded
+        == "['grad_reverse', 'grad_reverse.serving', 'grad_reverse.serving.cli', 'grad_reverse.serving.constants']"
+    )

@@ -168,7 +168,10 @@ def rewritten(tmp_path_factory):
 def test_rewritten_model_passes_check_serving_command(rewritten, name):
     result = subprocess.run(
         [sys.executable, "-m", "grad_reverse", "check-serving", str(rewritten[name]["dst"])],
-        capture_output=True, text=True, env=ENV, timeout=600,
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=600,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "OK:" in result.stdout
@@ -292,12 +295,15 @@ def test_fresh_process_without_grad_reverse_runs_dst_bitwise_like_src(rewritten,
     inputs = inputs_for(src)
     loaded = tf.saved_model.load(str(src))  # this process has the op
     expected = {
-        key: encode({k: v.numpy() for k, v in loaded.signatures[key](**{a: tf.constant(b) for a, b in args.items()}).items()})
+        key: encode(
+            {k: v.numpy() for k, v in loaded.signatures[key](**{a: tf.constant(b) for a, b in args.items()}).items()}
+        )
         for key, args in inputs.items()
     }
     payload = json.dumps({key: encode(args) for key, args in inputs.items()})
-    result = subprocess.run([sys.executable, "-c", _FRESH_RUN, str(dst), payload],
-                            capture_output=True, text=True, env=ENV, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-c", _FRESH_RUN, str(dst), payload], capture_output=True, text=True, env=ENV, timeout=600
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     actual = json.loads(result.stdout.strip().splitlines()[-1])
     assert actual == expected
@@ -309,10 +315,12 @@ def test_gradient_rewrite_rounds_like_the_kernel_in_every_dtype(rewritten):
     src = tf.saved_model.load(str(rewritten["gradients"]["src"]))
     dst = tf.saved_model.load(str(rewritten["gradients"]["dst"]))
     rng = np.random.default_rng(3)
-    base = np.concatenate([
-        rng.standard_normal(4000) * 10.0 ** rng.integers(-9, 6, 4000),
-        [0.0, -0.0, np.inf, -np.inf, np.nan, 6.0e-8, 1e-40, 65504.0, 70000.0, 3.4e38],
-    ])
+    base = np.concatenate(
+        [
+            rng.standard_normal(4000) * 10.0 ** rng.integers(-9, 6, 4000),
+            [0.0, -0.0, np.inf, -np.inf, np.nan, 6.0e-8, 1e-40, 65504.0, 70000.0, 3.4e38],
+        ]
+    )
     for dtype in GRADIENT_DTYPES:
         dy = tf.cast(tf.constant(base, tf.float64), dtype)
         x = tf.zeros_like(dy)

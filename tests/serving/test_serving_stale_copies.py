@@ -43,7 +43,9 @@ servable.make_servable(sys.argv[1], sys.argv[2], out=sys.stderr)
 def start_stopped_run(src: Path, dst: Path) -> subprocess.Popen:
     child = subprocess.Popen(
         [sys.executable, "-c", STOPPED_RUN, str(src), str(dst)],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
     )
     line = child.stdout.readline()  # blocks until the copy exists (or the child dies)
@@ -135,7 +137,9 @@ def test_folders_without_the_marker_or_from_another_host_are_kept(capsys, tmp_pa
     assert hidden(tmp_path) == sorted(p.name for p in [*users, remote])
 
 
-def test_a_stale_folder_that_cannot_be_removed_is_reported_and_the_run_goes_on(capsys, monkeypatch, tmp_path, small_export):
+def test_a_stale_folder_that_cannot_be_removed_is_reported_and_the_run_goes_on(
+    capsys, monkeypatch, tmp_path, small_export
+):
     stuck = made_by_make_servable(tmp_path / ".out.make-servable-0123abcd")
     gone = made_by_make_servable(tmp_path / ".out.make-servable-4567cdef")
     real_rmtree = shutil.rmtree
@@ -217,7 +221,9 @@ def test_the_keras_export_of_a_killed_export_serving_is_removed_by_the_next_run(
     dst = tmp_path / "served"
     child = subprocess.Popen(
         [sys.executable, "-c", STOPPED_EXPORT, str(dst), str(Path(__file__).resolve().parents[1])],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
     )
     try:

@@ -23,9 +23,20 @@ from grad_reverse.adaptation.cdan import CDAN
 from grad_reverse.adaptation.dann import DANN
 from grad_reverse.adaptation.mdd import MDD
 from grad_reverse.adaptation.optimizers import DANNLearningRateSchedule, ScaledLearningRate
-from grad_reverse.adaptation.reverse_validation import (ReverseValidation, reverse_validation,
-                                                        select_by_reverse_validation)
+from grad_reverse.adaptation.reverse_validation import (
+    ReverseValidation,
+    reverse_validation,
+    select_by_reverse_validation,
+)
 
-__all__ = ["CDAN", "DANN", "MDD", "DANNLearningRateSchedule", "ReverseValidation", "ScaledLearningRate",
-           "paired_dataset",
-           "reverse_validation", "select_by_reverse_validation"]
+__all__ = [
+    "CDAN",
+    "DANN",
+    "MDD",
+    "DANNLearningRateSchedule",
+    "ReverseValidation",
+    "ScaledLearningRate",
+    "paired_dataset",
+    "reverse_validation",
+    "select_by_reverse_validation",
+]

@@ -33,7 +33,8 @@ import tensorflow as tf
 
 from grad_reverse._keras import keras
 from grad_reverse.adaptation.domain_head import MEAN_OVER_BATCH, DomainHeadModel, domain_term
-from grad_reverse.adaptation.model import class_log_probabilities, tell_from_logits
+from grad_reverse.adaptation.model import class_log_probabilities
+from grad_reverse.adaptation.parts import tell_from_logits
 
 RANDOMIZED_SWITCH = 4096  # dim(f) * classes above which `randomized=None` picks the randomized map
 MAX_MULTILINEAR_SIZE = 1 << 20  # per point: 4 MiB of float32 for each point of a batch
@@ -55,8 +56,7 @@ def mean_over_replicas(value: tf.Tensor) -> tf.Tensor:
     return tf.stop_gradient(context.all_reduce("mean", value))
 
 
-def weighted_domain_term(per_point: tf.Tensor, weights: tf.Tensor, n_source: tf.Tensor,
-                         reduction: str) -> tf.Tensor:
+def weighted_domain_term(per_point: tf.Tensor, weights: tf.Tensor, n_source: tf.Tensor, reduction: str) -> tf.Tensor:
     """The domain term with per-point weights (CDAN+E's entropy weights), normalized
     within each domain for `"sum_over_domains"` (the weighted source mean plus the
     weighted target mean, as CDAN's authors' code normalizes them), over the batch
@@ -72,8 +72,9 @@ def weighted_domain_term(per_point: tf.Tensor, weights: tf.Tensor, n_source: tf.
     if reduction == MEAN_OVER_BATCH:
         return weighted_mean(weights, per_point)
 
-    return (weighted_mean(weights[:n_source], per_point[:n_source])
-            + weighted_mean(weights[n_source:], per_point[n_source:]))
+    return weighted_mean(weights[:n_source], per_point[:n_source]) + weighted_mean(
+        weights[n_source:], per_point[n_source:]
+    )
 
 
 def multilinear_map(features: tf.Tensor, probabilities: tf.Tensor) -> tf.Tensor:
@@ -135,9 +136,18 @@ class CDAN(DomainHeadModel):
 
     METHOD = "CDAN"
 
-    def __init__(self, feature_extractor: Any, label_head: Any, domain_head: Any, *,
-                 entropy_conditioning: bool = False, randomized: Optional[bool] = None, randomized_dim: int = 1024,
-                 map_seed: int = 0, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        feature_extractor: Any,
+        label_head: Any,
+        domain_head: Any,
+        *,
+        entropy_conditioning: bool = False,
+        randomized: Optional[bool] = None,
+        randomized_dim: int = 1024,
+        map_seed: int = 0,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(feature_extractor, label_head, domain_head, **kwargs)
         if randomized not in (None, True, False):
             raise ValueError(f"CDAN: randomized must be True, False or None (by size), got {randomized!r}")
@@ -162,8 +172,9 @@ class CDAN(DomainHeadModel):
         return ("label_from_logits",)
 
     def _conditioning_compile(self, label_from_logits: Optional[bool] = None) -> None:
-        self._label_from_logits, self._label_activation = tell_from_logits(self.METHOD, self.label_head,
-                                                                           label_from_logits)
+        self._label_from_logits, self._label_activation = tell_from_logits(
+            self.METHOD, self.label_head, label_from_logits
+        )
 
     def _method_compile_arguments(self) -> dict:
         return dict(super()._method_compile_arguments(), label_from_logits=self._label_from_logits)
@@ -182,7 +193,8 @@ class CDAN(DomainHeadModel):
                 f"CDAN: the multilinear map of {features} features and {classes} classes has "
                 f"{features * classes} values per point ({4 * features * classes / 2**20:.0f} MiB of float32 per "
                 f"point of a batch), over the {MAX_MULTILINEAR_SIZE} accepted; use the randomized map: "
-                f"CDAN(..., randomized=True, randomized_dim={self.randomized_dim}) (or randomized=None)")
+                f"CDAN(..., randomized=True, randomized_dim={self.randomized_dim}) (or randomized=None)"
+            )
         return bool(self.randomized)
 
     def conditioning_map(self, features: tf.Tensor, probabilities: tf.Tensor) -> tf.Tensor:
@@ -199,8 +211,10 @@ class CDAN(DomainHeadModel):
 
     def _features_2d(self, features: tf.Tensor) -> tf.Tensor:
         if features.shape.rank != 2 or features.shape[-1] is None:
-            raise ValueError("CDAN: the feature extractor must output [batch, features] with a known size (flatten "
-                             f"it) for the multilinear map, got shape {features.shape}")
+            raise ValueError(
+                "CDAN: the feature extractor must output [batch, features] with a known size (flatten "
+                f"it) for the multilinear map, got shape {features.shape}"
+            )
         return tf.cast(features, tf.float32)
 
     def _adversarial_step(self, features: tf.Tensor, n_source: tf.Tensor, lambda_: tf.Tensor) -> tuple:
@@ -212,8 +226,11 @@ class CDAN(DomainHeadModel):
         weights = entropy_weights(probabilities) if self.entropy_conditioning else None
         per_point, domain_accuracy = self._domain_losses(domain_pred, n_source)
         reduction = self._domain_loss_reduction
-        domain_loss = (domain_term(per_point, n_source, reduction) if weights is None
-                       else weighted_domain_term(per_point, weights, n_source, reduction))
+        domain_loss = (
+            domain_term(per_point, n_source, reduction)
+            if weights is None
+            else weighted_domain_term(per_point, weights, n_source, reduction)
+        )
         return y_all[:n_source], domain_loss, {"domain_loss": domain_loss, "domain_accuracy": domain_accuracy}
 
     def _prepare_adversary(self, features: tf.Tensor) -> None:
@@ -222,11 +239,15 @@ class CDAN(DomainHeadModel):
         units = self.label_head(features, training=False).shape[-1]
         size = self.map_size(n_features, 2 if units == 1 else int(units))
         expected = _input_size(self.domain_head) if self.domain_head.built else None
-        what = (f"the {'randomized ' if size != n_features * (2 if units == 1 else units) else ''}multilinear map "
-                f"gives {size} values per point ({n_features} features, {2 if units == 1 else units} classes)")
+        what = (
+            f"the {'randomized ' if size != n_features * (2 if units == 1 else units) else ''}multilinear map "
+            f"gives {size} values per point ({n_features} features, {2 if units == 1 else units} classes)"
+        )
         if expected is not None and expected != size:
-            raise ValueError(f"CDAN: the domain head takes inputs of size {expected}, but {what}; build it for "
-                             f"{size} inputs, or leave it unbuilt (no Input) to be built on the map's size")
+            raise ValueError(
+                f"CDAN: the domain head takes inputs of size {expected}, but {what}; build it for "
+                f"{size} inputs, or leave it unbuilt (no Input) to be built on the map's size"
+            )
         try:
             self._build_head_on(tf.zeros([1, size], tf.float32))
         except (ValueError, TypeError, tf.errors.InvalidArgumentError) as error:
@@ -235,5 +256,9 @@ class CDAN(DomainHeadModel):
     # --- saving ------------------------------------------------------------------------
 
     def _method_config(self) -> dict[str, Any]:
-        return {"entropy_conditioning": self.entropy_conditioning, "randomized": self.randomized,
-                "randomized_dim": self.randomized_dim, "map_seed": self.map_seed}
+        return {
+            "entropy_conditioning": self.entropy_conditioning,
+            "randomized": self.randomized,
+            "randomized_dim": self.randomized_dim,
+            "map_seed": self.map_seed,
+        }

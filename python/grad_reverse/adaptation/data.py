@@ -67,11 +67,14 @@ def _labeled_source(source: Any, method: str) -> tuple[tf.data.Dataset, tf.Tenso
         if not (isinstance(spec, tuple) and len(spec) == 2):
             raise ValueError(
                 f"{method}: the source data must be labeled: a dataset of (x, y) points "
-                f"(unbatched), got elements {spec}")
+                f"(unbatched), got elements {spec}"
+            )
         return source, spec[0].shape, source_length(source)
     if not (isinstance(source, (tuple, list)) and len(source) == 2 and source[1] is not None):
-        raise ValueError(f"{method}: the source data must be labeled: pass x and y (arrays of equal length), "
-                         "or a dataset of (x, y) points; got no labels")
+        raise ValueError(
+            f"{method}: the source data must be labeled: pass x and y (arrays of equal length), "
+            "or a dataset of (x, y) points; got no labels"
+        )
     x, y = (np.asarray(a) if not isinstance(a, tf.Tensor) else a for a in source)
     if len(x) != len(y):
         raise ValueError(f"{method}: source x and y must have the same length, got {len(x)} and {len(y)}")
@@ -84,9 +87,11 @@ def _unlabeled_target(target: Any, method: str) -> tuple[tf.data.Dataset, tf.Ten
     """The target as a dataset of points, its feature shape and length."""
     if target is None:
         where = method if method == "paired_dataset" else f"{method}.fit"
-        raise ValueError(f"{where} needs unlabeled target-domain data: pass target=<array or dataset of "
-                         "points>, or x as a dataset of ((x_source, x_target), y_source) batches "
-                         "(see paired_dataset)")
+        raise ValueError(
+            f"{where} needs unlabeled target-domain data: pass target=<array or dataset of "
+            "points>, or x as a dataset of ((x_source, x_target), y_source) batches "
+            "(see paired_dataset)"
+        )
     labeled = f"{method}: the target data must be unlabeled (features only, as the model would be called on)"
     if _is_dataset(target):
         spec = target.element_spec
@@ -94,8 +99,9 @@ def _unlabeled_target(target: Any, method: str) -> tuple[tf.data.Dataset, tf.Ten
             raise ValueError(f"{labeled}: a dataset of single tensors, got elements {spec}")
         return target, spec.shape, source_length(target)
     if isinstance(target, (tuple, list)):
-        raise ValueError(f"{labeled}: an array of points, got a {type(target).__name__} "
-                         f"of {len(target)} items (labels?)")
+        raise ValueError(
+            f"{labeled}: an array of points, got a {type(target).__name__} of {len(target)} items (labels?)"
+        )
     x = np.asarray(target) if not isinstance(target, tf.Tensor) else target
     if len(x) == 0:
         raise ValueError(f"{method}: the target data is empty")
@@ -107,11 +113,13 @@ def check_same_features(source_shape: tf.TensorShape, target_shape: tf.TensorSha
     if not source_shape.is_compatible_with(target_shape):
         raise ValueError(
             f"{method}: source and target points must have the same shape, got source {source_shape} and "
-            f"target {target_shape} (shapes without the batch dimension)")
+            f"target {target_shape} (shapes without the batch dimension)"
+        )
 
 
-def _endless_batches(points: tf.data.Dataset, length: Optional[int], batch: int, shuffle: bool,
-                     seed: Optional[int]) -> tf.data.Dataset:
+def _endless_batches(
+    points: tf.data.Dataset, length: Optional[int], batch: int, shuffle: bool, seed: Optional[int]
+) -> tf.data.Dataset:
     if shuffle:
         points = points.shuffle(length or UNKNOWN_LENGTH_SHUFFLE_BUFFER, seed=seed)
     return points.repeat().batch(batch, drop_remainder=True)
@@ -150,33 +158,44 @@ def paired_dataset(
     target_seed = None if seed is None else seed + 1
     sources = _endless_batches(source_points, n_source, source_batch, shuffle, seed)
     targets = _endless_batches(target_points, n_target, target_batch, shuffle, target_seed)
-    return tf.data.Dataset.zip((sources, targets)).map(
-        lambda labeled, x_target: ((labeled[0], x_target), labeled[1]))
+    return tf.data.Dataset.zip((sources, targets)).map(lambda labeled, x_target: ((labeled[0], x_target), labeled[1]))
 
 
 def check_paired_spec(spec: Any, method: str) -> None:
     """`fit(x=dataset)`: its elements must be `((x_source, x_target), y_source[, w])` batches."""
-    ok = (isinstance(spec, tuple) and len(spec) in (2, 3) and isinstance(spec[0], tuple) and len(spec[0]) == 2)
+    ok = isinstance(spec, tuple) and len(spec) in (2, 3) and isinstance(spec[0], tuple) and len(spec[0]) == 2
     if not ok:
         raise ValueError(
             f"{method}.fit: a dataset passed as x must yield ((x_source, x_target), y_source) batches "
             f"(see grad_reverse.adaptation.paired_dataset); got elements {spec}. For a dataset of labeled "
-            "source points, pass it with target=<target points>")
+            "source points, pass it with target=<target points>"
+        )
     check_same_features(spec[0][0].shape[1:], spec[0][1].shape[1:], method)
 
 
-def fit_batches(method: str, x: Any, y: Any, batch_size: Optional[int], target: Any,
-                steps_per_epoch: Optional[int], source_fraction: float, shuffle: bool,
-                seed: Optional[int], keras_kwargs: dict) -> tuple:
+def fit_batches(
+    method: str,
+    x: Any,
+    y: Any,
+    batch_size: Optional[int],
+    target: Any,
+    steps_per_epoch: Optional[int],
+    source_fraction: float,
+    shuffle: bool,
+    seed: Optional[int],
+    keras_kwargs: dict,
+) -> tuple:
     """`(dataset of batches, steps per epoch, the spec of a source batch's points)` from what
     `fit(x, y, batch_size, target=..., ...)` was given (see `AdversarialModel.fit`);
     `keras_kwargs`, the arguments for Keras' `fit`, are checked for those it cannot take."""
     for unsupported in ("validation_split", "sample_weight", "class_weight"):
         if keras_kwargs.get(unsupported) is not None:
-            raise ValueError(f"{method}.fit does not take {unsupported}: put per-point weights of the source "
-                             "into the batches as ((x_source, x_target), y_source, weights) instead"
-                             if unsupported != "validation_split" else
-                             f"{method}.fit does not take validation_split: pass validation_data")
+            raise ValueError(
+                f"{method}.fit does not take {unsupported}: put per-point weights of the source "
+                "into the batches as ((x_source, x_target), y_source, weights) instead"
+                if unsupported != "validation_split"
+                else f"{method}.fit does not take validation_split: pass validation_data"
+            )
     if isinstance(x, tf.data.Dataset) and y is None and target is None:
         check_paired_spec(x.element_spec, method)
         if batch_size is not None:
@@ -185,14 +204,14 @@ def fit_batches(method: str, x: Any, y: Any, batch_size: Optional[int], target: 
         steps = steps_per_epoch or (known if known > 0 else None)
     else:
         if y is None and not isinstance(x, tf.data.Dataset):
-            raise ValueError(f"{method}: the source data must be labeled: "
-                             "fit(x_source, y_source, target=x_target)")
+            raise ValueError(f"{method}: the source data must be labeled: fit(x_source, y_source, target=x_target)")
         if isinstance(x, tf.data.Dataset) and y is not None:
             raise ValueError(f"{method}.fit: with a dataset x, its elements carry the labels: pass y=None")
         source = x if isinstance(x, tf.data.Dataset) else (x, y)
         batch_size = DEFAULT_BATCH_SIZE if batch_size is None else batch_size
-        dataset = paired_dataset(source, target, batch_size, source_fraction=source_fraction,
-                                 shuffle=shuffle, seed=seed, method=method)
+        dataset = paired_dataset(
+            source, target, batch_size, source_fraction=source_fraction, shuffle=shuffle, seed=seed, method=method
+        )
         n_source = source_length(source)
         source_batch, _ = split_batch_size(batch_size, source_fraction)
         steps = steps_per_epoch or (None if n_source is None else one_pass_steps(n_source, source_batch))

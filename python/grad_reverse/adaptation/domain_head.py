@@ -32,7 +32,8 @@ import tensorflow as tf
 
 from grad_reverse._keras import keras
 from grad_reverse.adaptation.data import finite
-from grad_reverse.adaptation.model import AdversarialModel, activation_name, check_part
+from grad_reverse.adaptation.model import AdversarialModel
+from grad_reverse.adaptation.parts import activation_name, check_part
 
 SUM_OVER_DOMAINS = "sum_over_domains"
 MEAN_OVER_BATCH = "mean_over_batch"
@@ -42,8 +43,9 @@ DOMAIN_LOSS_REDUCTIONS = (SUM_OVER_DOMAINS, MEAN_OVER_BATCH)
 def check_reduction(reduction: str, method: str) -> str:
     """`reduction` if it is one of `DOMAIN_LOSS_REDUCTIONS`; ValueError naming them otherwise."""
     if reduction not in DOMAIN_LOSS_REDUCTIONS:
-        raise ValueError(f"{method}.compile: domain_loss_reduction must be one of {DOMAIN_LOSS_REDUCTIONS}, "
-                         f"got {reduction!r}")
+        raise ValueError(
+            f"{method}.compile: domain_loss_reduction must be one of {DOMAIN_LOSS_REDUCTIONS}, got {reduction!r}"
+        )
     return reduction
 
 
@@ -55,8 +57,10 @@ def per_point_losses(loss_values: tf.Tensor, method: str) -> tf.Tensor:
     """
     shape = loss_values.shape
     if shape.rank not in (1, 2) or (shape.rank == 2 and shape[-1] not in (1, None)):
-        raise ValueError(f"{method}: the domain loss must return one loss per point (shape [batch]), got shape "
-                         f"{shape}; pass a Keras loss or a function (y_true, y_pred) -> per-point losses")
+        raise ValueError(
+            f"{method}: the domain loss must return one loss per point (shape [batch]), got shape "
+            f"{shape}; pass a Keras loss or a function (y_true, y_pred) -> per-point losses"
+        )
     return tf.reshape(tf.cast(loss_values, tf.float32), [-1])
 
 
@@ -81,7 +85,8 @@ def check_domain_output(method: str, shape: tf.TensorShape) -> None:
     if shape.rank not in (1, 2) or (shape.rank == 2 and shape[-1] not in (1, None)):
         raise ValueError(
             f"{method}: the domain head must output one value per point, P(target domain) or its logit "
-            f"(shape [batch, 1] or [batch]), got shape {shape}")
+            f"(shape [batch, 1] or [batch]), got shape {shape}"
+        )
 
 
 class DomainHeadModel(AdversarialModel):
@@ -91,8 +96,17 @@ class DomainHeadModel(AdversarialModel):
     OWN_OPTIMIZER_PARTS = ("feature_extractor", "domain_head")
     METRIC_NAMES = DOMAIN_METRICS
 
-    def __init__(self, feature_extractor: Any, label_head: Any, domain_head: Any, *, lambda_max: float = 1.0,
-                 gamma: float = 10.0, lambda_schedule: str = "paper", **kwargs: Any) -> None:
+    def __init__(
+        self,
+        feature_extractor: Any,
+        label_head: Any,
+        domain_head: Any,
+        *,
+        lambda_max: float = 1.0,
+        gamma: float = 10.0,
+        lambda_schedule: str = "paper",
+        **kwargs: Any,
+    ) -> None:
         super().__init__(lambda_max=lambda_max, gamma=gamma, lambda_schedule=lambda_schedule, **kwargs)
         self.feature_extractor = check_part(self.METHOD, "feature_extractor", feature_extractor)
         self.label_head = check_part(self.METHOD, "label_head", label_head)
@@ -102,10 +116,19 @@ class DomainHeadModel(AdversarialModel):
         self._domain_loss_weight = 1.0
         self._domain_loss_reduction = SUM_OVER_DOMAINS
 
-    def compile(self, optimizer: Any = "rmsprop", loss: Any = None, metrics: Any = None, *,
-                domain_loss: Any = None, domain_loss_weight: float = 1.0, domain_from_logits: Optional[bool] = None,
-                domain_loss_reduction: str = SUM_OVER_DOMAINS, part_optimizers: Optional[dict] = None,
-                **kwargs: Any) -> None:
+    def compile(
+        self,
+        optimizer: Any = "rmsprop",
+        loss: Any = None,
+        metrics: Any = None,
+        *,
+        domain_loss: Any = None,
+        domain_loss_weight: float = 1.0,
+        domain_from_logits: Optional[bool] = None,
+        domain_loss_reduction: str = SUM_OVER_DOMAINS,
+        part_optimizers: Optional[dict] = None,
+        **kwargs: Any,
+    ) -> None:
         """Keras' `compile` for the label task, plus the domain loss and per-part optimizers.
 
         Args:
@@ -127,9 +150,17 @@ class DomainHeadModel(AdversarialModel):
             `grad_reverse.adaptation.optimizers`). The label head, and any part
             not named, train with `optimizer`.
         """
-        super().compile(optimizer, loss, metrics, part_optimizers=part_optimizers, domain_loss=domain_loss,
-                        domain_loss_weight=domain_loss_weight, domain_from_logits=domain_from_logits,
-                        domain_loss_reduction=domain_loss_reduction, **kwargs)
+        super().compile(
+            optimizer,
+            loss,
+            metrics,
+            part_optimizers=part_optimizers,
+            domain_loss=domain_loss,
+            domain_loss_weight=domain_loss_weight,
+            domain_from_logits=domain_from_logits,
+            domain_loss_reduction=domain_loss_reduction,
+            **kwargs,
+        )
 
     def _method_compile_keys(self) -> tuple:
         return _DOMAIN_COMPILE_KEYS + self._conditioning_compile_keys()
@@ -137,9 +168,14 @@ class DomainHeadModel(AdversarialModel):
     def _conditioning_compile_keys(self) -> tuple:
         return ()
 
-    def _method_compile(self, domain_loss: Any = None, domain_loss_weight: float = 1.0,
-                        domain_from_logits: Optional[bool] = None,
-                        domain_loss_reduction: str = SUM_OVER_DOMAINS, **others: Any) -> None:
+    def _method_compile(
+        self,
+        domain_loss: Any = None,
+        domain_loss_weight: float = 1.0,
+        domain_from_logits: Optional[bool] = None,
+        domain_loss_reduction: str = SUM_OVER_DOMAINS,
+        **others: Any,
+    ) -> None:
         method = self.METHOD
         self._domain_loss_reduction = check_reduction(domain_loss_reduction, method)
         if domain_from_logits is None:
@@ -147,7 +183,8 @@ class DomainHeadModel(AdversarialModel):
             if activation not in ("linear", "sigmoid"):
                 raise ValueError(
                     f"{method}.compile: cannot tell whether the domain head outputs logits or probabilities "
-                    f"(its last activation is {activation!r}); pass domain_from_logits=True or False")
+                    f"(its last activation is {activation!r}); pass domain_from_logits=True or False"
+                )
             domain_from_logits = activation == "linear"
         self._domain_from_logits = bool(domain_from_logits)
         self._domain_loss_weight = finite(f"{method}: domain_loss_weight", domain_loss_weight)
@@ -164,9 +201,12 @@ class DomainHeadModel(AdversarialModel):
         """CDAN's own compile arguments (none for DANN)."""
 
     def _method_compile_arguments(self) -> dict:
-        return {"domain_loss": self._domain_loss, "domain_loss_weight": self._domain_loss_weight,
-                "domain_from_logits": self._domain_from_logits,
-                "domain_loss_reduction": self._domain_loss_reduction}
+        return {
+            "domain_loss": self._domain_loss,
+            "domain_loss_weight": self._domain_loss_weight,
+            "domain_from_logits": self._domain_from_logits,
+            "domain_loss_reduction": self._domain_loss_reduction,
+        }
 
     def _adversarial_weight(self) -> float:
         return self._domain_loss_weight
@@ -179,8 +219,10 @@ class DomainHeadModel(AdversarialModel):
         domain_true = tf.reshape(tf.cast(tf.range(n_points) >= n_source, tf.float32), [-1, 1])
         loss_fn = self._domain_loss
         per_point = (loss_fn.call if isinstance(loss_fn, keras.losses.Loss) else loss_fn)(domain_true, domain_pred)
-        return (per_point_losses(per_point, self.METHOD),
-                domain_accuracy(domain_true, domain_pred, self._domain_from_logits))
+        return (
+            per_point_losses(per_point, self.METHOD),
+            domain_accuracy(domain_true, domain_pred, self._domain_from_logits),
+        )
 
     def _domain_term_and_accuracy(self, domain_pred: tf.Tensor, n_source: tf.Tensor) -> tuple:
         """The batch's domain term (reduced as `compile` said) and domain accuracy; source points first."""

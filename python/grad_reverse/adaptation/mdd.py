@@ -30,7 +30,8 @@ import tensorflow as tf
 
 from grad_reverse._keras import keras
 from grad_reverse.adaptation.data import finite
-from grad_reverse.adaptation.model import AdversarialModel, check_part, class_log_probabilities, tell_from_logits
+from grad_reverse.adaptation.model import AdversarialModel, class_log_probabilities
+from grad_reverse.adaptation.parts import check_part, tell_from_logits
 from grad_reverse.ops import grad_reverse
 from grad_reverse.schedule import DEFAULT_WARM_START_STEPS
 
@@ -46,9 +47,11 @@ def copy_of(label_head: Any) -> Any:
             return keras.models.clone_model(label_head)
         return label_head.__class__.from_config(label_head.get_config())
     except (NotImplementedError, TypeError, ValueError, AttributeError) as error:
-        raise ValueError("MDD: cannot copy the label head's architecture for the adversarial head "
-                         f"({type(error).__name__}: {error}); pass one: MDD(..., adversarial_head=<a Keras "
-                         "model with the label head's output shape>)") from error
+        raise ValueError(
+            "MDD: cannot copy the label head's architecture for the adversarial head "
+            f"({type(error).__name__}: {error}); pass one: MDD(..., adversarial_head=<a Keras "
+            "model with the label head's output shape>)"
+        ) from error
 
 
 def classification_disparities(log_p: tf.Tensor, log_p_adv: tf.Tensor, n_source: tf.Tensor) -> tuple:
@@ -94,18 +97,36 @@ class MDD(AdversarialModel):
     OWN_OPTIMIZER_PARTS = ("feature_extractor", "adversarial_head")
     METRIC_NAMES = ("transfer_loss",)
 
-    def __init__(self, feature_extractor: Any, label_head: Any, adversarial_head: Any = None, *,
-                 margin: Optional[float] = None, trade_off: float = 1.0, form: str = "classification",
-                 lambda_max: float = 0.1, gamma: float = 1.0, lambda_schedule: str = "warm_start",
-                 warm_start_steps: Optional[int] = DEFAULT_WARM_START_STEPS, **kwargs: Any) -> None:
-        super().__init__(lambda_max=lambda_max, gamma=gamma, lambda_schedule=lambda_schedule,
-                         warm_start_steps=warm_start_steps, **kwargs)
+    def __init__(
+        self,
+        feature_extractor: Any,
+        label_head: Any,
+        adversarial_head: Any = None,
+        *,
+        margin: Optional[float] = None,
+        trade_off: float = 1.0,
+        form: str = "classification",
+        lambda_max: float = 0.1,
+        gamma: float = 1.0,
+        lambda_schedule: str = "warm_start",
+        warm_start_steps: Optional[int] = DEFAULT_WARM_START_STEPS,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            lambda_max=lambda_max,
+            gamma=gamma,
+            lambda_schedule=lambda_schedule,
+            warm_start_steps=warm_start_steps,
+            **kwargs,
+        )
         if form not in FORMS:
             raise ValueError(f"MDD: form must be one of {FORMS}, got {form!r}")
         margin = DEFAULT_MARGINS[form] if margin is None else finite("MDD: margin", margin)
         if margin <= 0.0:
-            raise ValueError(f"MDD: margin (the margin factor gamma) must be > 0, got {margin}; "
-                             "the paper and TLlib use 4 (classification), 1 for regression")
+            raise ValueError(
+                f"MDD: margin (the margin factor gamma) must be > 0, got {margin}; "
+                "the paper and TLlib use 4 (classification), 1 for regression"
+            )
         self.feature_extractor = check_part("MDD", "feature_extractor", feature_extractor)
         self.label_head = check_part("MDD", "label_head", label_head)
         if adversarial_head is None:
@@ -129,8 +150,9 @@ class MDD(AdversarialModel):
 
     def _method_compile(self, label_from_logits: Optional[bool] = None) -> None:
         if self.form == "classification":
-            self._label_from_logits, self._label_activation = tell_from_logits("MDD", self.label_head,
-                                                                               label_from_logits)
+            self._label_from_logits, self._label_activation = tell_from_logits(
+                "MDD", self.label_head, label_from_logits
+            )
 
     def _method_compile_arguments(self) -> dict:
         return {"label_from_logits": self._label_from_logits if self.form == "classification" else None}
@@ -157,8 +179,10 @@ class MDD(AdversarialModel):
         label_shape = self.label_head(features, training=False).shape
         adversary_shape = self.adversarial_head(features, training=False).shape
         if label_shape != adversary_shape:
-            raise ValueError(f"MDD: the adversarial head must give the label head's output shape {label_shape}, "
-                             f"got {adversary_shape}")
+            raise ValueError(
+                f"MDD: the adversarial head must give the label head's output shape {label_shape}, "
+                f"got {adversary_shape}"
+            )
 
     # --- saving ------------------------------------------------------------------------
 

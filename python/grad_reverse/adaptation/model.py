@@ -26,9 +26,11 @@ import tensorflow as tf
 from grad_reverse._keras import KERAS_3, keras
 from grad_reverse.adaptation import keras_compat
 from grad_reverse.adaptation.data import fit_batches, finite
+from grad_reverse.adaptation.parts import build_on_one_point
 from grad_reverse.adaptation.optimizers import build_every_optimizer, make_part_optimizers, optimizer_groups
 from grad_reverse.ops import grad_reverse
 from grad_reverse.schedule import ScheduleState, check_schedule, scheduled_lambda
+
 
 class _AdversarialMetrics:
     """The method's trackers (e.g. domain loss and accuracy) and lambda, held
@@ -83,7 +85,7 @@ def apply_per_optimizer(tape: tf.GradientTape, loss: tf.Tensor, groups: list) ->
     gradients = tape.gradient(loss, variables)
     start = 0
     for optimizer, group in groups:
-        optimizer.apply_gradients(zip(gradients[start:start + len(group)], group))
+        optimizer.apply_gradients(zip(gradients[start : start + len(group)], group))
         start += len(group)
 
 
@@ -99,30 +101,6 @@ def track_label_loss(model: Any, loss: tf.Tensor, batch_size: tf.Tensor) -> None
 _TINY = 1e-12
 
 
-def activation_name(head: Any) -> Optional[str]:
-    """The name of the activation that produces `head`'s output, when it can be told."""
-    activation = getattr(head, "activation", None)
-    if activation is not None:
-        return getattr(activation, "__name__", None)
-    layers = getattr(head, "layers", None)
-    return activation_name(layers[-1]) if layers else None
-
-
-def tell_from_logits(method: str, label_head: Any, label_from_logits: Optional[bool]) -> tuple:
-    """`(from_logits, activation)`: whether `label_head` outputs logits, told from its last activation
-    unless `label_from_logits` says it; a ValueError naming what is accepted otherwise."""
-    activation = activation_name(label_head)
-    if label_from_logits is not None:
-        return bool(label_from_logits), activation
-    if activation not in ("linear", "softmax", "sigmoid"):
-        raise ValueError(
-            f"{method}.compile: {method} needs class probabilities from the label head, and cannot tell "
-            f"whether it outputs logits or probabilities (its last activation is {activation!r}); accepted: "
-            "a last activation of softmax, sigmoid (one unit) or linear (logits), or "
-            "compile(label_from_logits=True or False)")
-    return activation == "linear", activation
-
-
 def class_log_probabilities(method: str, y: tf.Tensor, from_logits: bool, activation: Optional[str]) -> tf.Tensor:
     """Log-probabilities [batch, classes] (float32) from a label head's output `y` [batch, units]
     (CDAN's conditioning, MDD's disparity).
@@ -133,8 +111,10 @@ def class_log_probabilities(method: str, y: tf.Tensor, from_logits: bool, activa
     units are refused: they are independent labels, not one distribution.
     """
     if y.shape.rank != 2 or y.shape[-1] is None:
-        raise ValueError(f"{method}: the label head must output [batch, classes] (one unit for a binary task) "
-                         f"to give class probabilities, got shape {y.shape}")
+        raise ValueError(
+            f"{method}: the label head must output [batch, classes] (one unit for a binary task) "
+            f"to give class probabilities, got shape {y.shape}"
+        )
     y = tf.cast(y, tf.float32)
     units = y.shape[-1]
     if units == 1:
@@ -142,17 +122,13 @@ def class_log_probabilities(method: str, y: tf.Tensor, from_logits: bool, activa
             return tf.concat([tf.math.log_sigmoid(-y), tf.math.log_sigmoid(y)], axis=-1)
         return tf.math.log(tf.clip_by_value(tf.concat([1.0 - y, y], axis=-1), _TINY, 1.0))
     if activation == "sigmoid" and not from_logits:
-        raise ValueError(f"{method}: a label head with {units} sigmoid units gives independent labels, not class "
-                         "probabilities; accepted: softmax over the classes, one sigmoid unit (binary), or logits")
+        raise ValueError(
+            f"{method}: a label head with {units} sigmoid units gives independent labels, not class "
+            "probabilities; accepted: softmax over the classes, one sigmoid unit (binary), or logits"
+        )
     if from_logits:
         return tf.nn.log_softmax(y, axis=-1)
     return tf.math.log(tf.clip_by_value(y, _TINY, 1.0))
-
-
-def check_part(method: str, name: str, part: Any) -> Any:
-    if not isinstance(part, keras.layers.Layer):
-        raise TypeError(f"{method}: {name} must be a Keras model or layer, got {type(part).__name__}")
-    return part
 
 
 class AdversarialModel(keras.Model):
@@ -170,8 +146,15 @@ class AdversarialModel(keras.Model):
     OWN_OPTIMIZER_PARTS: tuple = ("feature_extractor",)
     METRIC_NAMES: tuple = ()
 
-    def __init__(self, *, lambda_max: float, gamma: float, lambda_schedule: str,
-                 warm_start_steps: Optional[int] = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        lambda_max: float,
+        gamma: float,
+        lambda_schedule: str,
+        warm_start_steps: Optional[int] = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.lambda_max = finite(f"{self.METHOD}: lambda_max", lambda_max)
         self.gamma = finite(f"{self.METHOD}: gamma", gamma)
@@ -198,8 +181,15 @@ class AdversarialModel(keras.Model):
 
     # --- compile ---------------------------------------------------------------------
 
-    def compile(self, optimizer: Any = "rmsprop", loss: Any = None, metrics: Any = None, *,
-                part_optimizers: Optional[dict] = None, **kwargs: Any) -> None:
+    def compile(
+        self,
+        optimizer: Any = "rmsprop",
+        loss: Any = None,
+        metrics: Any = None,
+        *,
+        part_optimizers: Optional[dict] = None,
+        **kwargs: Any,
+    ) -> None:
         """Keras' `compile` for the label task, the per-part optimizers, then the method's arguments.
 
         `part_optimizers`: `{part: optimizer or learning-rate scale}` for
@@ -207,8 +197,7 @@ class AdversarialModel(keras.Model):
         """
         method_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in self._method_compile_keys()}
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
-        part_optimizers = make_part_optimizers(part_optimizers, self.optimizer, self.OWN_OPTIMIZER_PARTS,
-                                               self.METHOD)
+        part_optimizers = make_part_optimizers(part_optimizers, self.optimizer, self.OWN_OPTIMIZER_PARTS, self.METHOD)
         for part in self.OWN_OPTIMIZER_PARTS:
             setattr(self, f"{part}_optimizer", part_optimizers.get(part))
         self._method_compile(**method_kwargs)
@@ -271,8 +260,14 @@ class AdversarialModel(keras.Model):
 
     def current_lambda(self) -> tf.Tensor:
         """Lambda of the next training step (float32 tensor)."""
-        return scheduled_lambda(self.lambda_schedule, self._schedule.step, self._schedule.total_steps,
-                                self.gamma, self.lambda_max, self.warm_start_steps)
+        return scheduled_lambda(
+            self.lambda_schedule,
+            self._schedule.step,
+            self._schedule.total_steps,
+            self.gamma,
+            self.lambda_max,
+            self.warm_start_steps,
+        )
 
     def set_schedule_steps(self, total_steps: int, step: int = 0) -> None:
         """Places the lambda ramp: `total_steps` steps in all, the next step being `step`.
@@ -290,8 +285,9 @@ class AdversarialModel(keras.Model):
             raise RuntimeError(f"{self.METHOD}: compile() the model before training it")
         x, y_source, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
         if not (isinstance(x, (tuple, list)) and len(x) == 2):
-            raise ValueError(f"{self.METHOD}.train_step: a batch must be ((x_source, x_target), y_source); "
-                             f"got inputs {x!r}")
+            raise ValueError(
+                f"{self.METHOD}.train_step: a batch must be ((x_source, x_target), y_source); got inputs {x!r}"
+            )
         x_source, x_target = x
         n_source = tf.shape(x_source)[0]
         lambda_ = self.current_lambda()
@@ -321,9 +317,21 @@ class AdversarialModel(keras.Model):
 
     # --- fit -------------------------------------------------------------------------
 
-    def fit(self, x: Any = None, y: Any = None, batch_size: Optional[int] = None, epochs: int = 1, *,
-            target: Any = None, steps_per_epoch: Optional[int] = None, initial_epoch: int = 0,
-            source_fraction: float = 0.5, shuffle: bool = True, seed: Optional[int] = None, **kwargs: Any) -> Any:
+    def fit(
+        self,
+        x: Any = None,
+        y: Any = None,
+        batch_size: Optional[int] = None,
+        epochs: int = 1,
+        *,
+        target: Any = None,
+        steps_per_epoch: Optional[int] = None,
+        initial_epoch: int = 0,
+        source_fraction: float = 0.5,
+        shuffle: bool = True,
+        seed: Optional[int] = None,
+        **kwargs: Any,
+    ) -> Any:
         """Trains on labeled source data and unlabeled target data.
 
         Args:
@@ -347,29 +355,18 @@ class AdversarialModel(keras.Model):
         `initial_epoch` resumes the ramp where that epoch starts.
         """
         method = self.METHOD
-        dataset, steps, feature_spec = fit_batches(method, x, y, batch_size, target, steps_per_epoch,
-                                                   source_fraction, shuffle, seed, kwargs)
+        dataset, steps, feature_spec = fit_batches(
+            method, x, y, batch_size, target, steps_per_epoch, source_fraction, shuffle, seed, kwargs
+        )
         if isinstance(epochs, bool) or int(epochs) < 1 or int(initial_epoch) < 0:
-            raise ValueError(f"{method}.fit: epochs must be >= 1 and initial_epoch >= 0, "
-                             f"got {epochs}, {initial_epoch}")
-        self._build_on(feature_spec)
+            raise ValueError(f"{method}.fit: epochs must be >= 1 and initial_epoch >= 0, got {epochs}, {initial_epoch}")
+        build_on_one_point(self, feature_spec)
         if self._part_optimizers():
             self.build_optimizers()
         self.set_schedule_steps(int(epochs) * steps, int(initial_epoch) * steps)
-        return super().fit(dataset, epochs=epochs, steps_per_epoch=steps, initial_epoch=initial_epoch,
-                           shuffle=False, **kwargs)
-
-    def _build_on(self, spec: tf.TensorSpec) -> None:
-        """Calls the model once on one zero point, so Keras records single
-        points (not training pairs) as its input (export, saving); then
-        builds or checks the adversary's parts on that point's features."""
-        shape = [1] + [1 if d is None else d for d in spec.shape[1:]]
-        with self.distribute_strategy.scope():
-            point = tf.zeros(shape, spec.dtype)
-            # The adversary first: Keras warns when a model is built with parts still unbuilt.
-            self._prepare_adversary(self.feature_extractor(point, training=False))
-            if not self.built:
-                self(point, training=False)
+        return super().fit(
+            dataset, epochs=epochs, steps_per_epoch=steps, initial_epoch=initial_epoch, shuffle=False, **kwargs
+        )
 
     # --- saving ----------------------------------------------------------------------
 

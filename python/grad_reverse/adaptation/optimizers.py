@@ -38,8 +38,10 @@ PARTS = ("feature_extractor", "domain_head")
 def _scale(part: str, value: Any, method: str) -> float:
     scale = float(value)
     if not math.isfinite(scale) or scale < 0.0:
-        raise ValueError(f"{method}.compile: part_optimizers[{part!r}]: a learning-rate scale must be a finite "
-                         f"number >= 0, got {value!r}")
+        raise ValueError(
+            f"{method}.compile: part_optimizers[{part!r}]: a learning-rate scale must be a finite "
+            f"number >= 0, got {value!r}"
+        )
     return scale
 
 
@@ -48,8 +50,10 @@ def scaled_copy(optimizer: Any, scale: float, name: str, method: str = "DANN") -
     (`method`: the model class that compiles, named in the error)."""
     config = dict(optimizer.get_config(), name=name)
     if "learning_rate" not in config:
-        raise ValueError(f"{method}.compile: a learning-rate scale needs a model optimizer with a learning_rate in "
-                         f"its config; {type(optimizer).__name__} has none: give the part its own optimizer")
+        raise ValueError(
+            f"{method}.compile: a learning-rate scale needs a model optimizer with a learning_rate in "
+            f"its config; {type(optimizer).__name__} has none: give the part its own optimizer"
+        )
     learning_rate = config["learning_rate"]
     if isinstance(learning_rate, dict):  # a serialized schedule
         config["learning_rate"] = ScaledLearningRate(keras.optimizers.schedules.deserialize(learning_rate), scale)
@@ -58,8 +62,9 @@ def scaled_copy(optimizer: Any, scale: float, name: str, method: str = "DANN") -
     return optimizer.__class__.from_config(config)
 
 
-def make_part_optimizers(spec: Optional[Mapping[str, Any]], model_optimizer: Any, parts: tuple = PARTS,
-                         method: str = "DANN") -> dict[str, Any]:
+def make_part_optimizers(
+    spec: Optional[Mapping[str, Any]], model_optimizer: Any, parts: tuple = PARTS, method: str = "DANN"
+) -> dict[str, Any]:
     """`compile`'s `part_optimizers` as `{part: optimizer}`, checked before any step.
 
     Refused: a part that does not exist or cannot have its own optimizer,
@@ -69,28 +74,38 @@ def make_part_optimizers(spec: Optional[Mapping[str, Any]], model_optimizer: Any
     if spec is None:
         return {}
     if not isinstance(spec, Mapping):
-        raise TypeError(f"{method}.compile: part_optimizers must be a dict {{part name: optimizer or learning-rate "
-                        f"scale}}, got {spec!r}")
+        raise TypeError(
+            f"{method}.compile: part_optimizers must be a dict {{part name: optimizer or learning-rate "
+            f"scale}}, got {spec!r}"
+        )
     if spec and isinstance(model_optimizer, keras.mixed_precision.LossScaleOptimizer):
-        raise ValueError(f"{method}.compile: part_optimizers do not work with mixed precision's loss scaling "
-                         "(mixed_float16) yet: train every part with the model's optimizer, or use float32 "
-                         "or mixed_bfloat16")
+        raise ValueError(
+            f"{method}.compile: part_optimizers do not work with mixed precision's loss scaling "
+            "(mixed_float16) yet: train every part with the model's optimizer, or use float32 "
+            "or mixed_bfloat16"
+        )
     optimizers = {}
     for part, value in spec.items():
         if part not in parts:
-            why = (" (the label head trains with the model's optimizer, compile's `optimizer`)"
-                   if part == "label_head" else "")
-            raise ValueError(f"{method}.compile: part_optimizers has no part {part!r}{why}; "
-                             f"the parts with their own optimizer are {parts}")
+            why = (
+                " (the label head trains with the model's optimizer, compile's `optimizer`)"
+                if part == "label_head"
+                else ""
+            )
+            raise ValueError(
+                f"{method}.compile: part_optimizers has no part {part!r}{why}; "
+                f"the parts with their own optimizer are {parts}"
+            )
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            optimizers[part] = scaled_copy(model_optimizer, _scale(part, value, method), f"{part}_optimizer",
-                                          method)
+            optimizers[part] = scaled_copy(model_optimizer, _scale(part, value, method), f"{part}_optimizer", method)
         else:
             try:
                 optimizers[part] = keras.optimizers.get(value)
             except (ValueError, TypeError) as error:
-                raise ValueError(f"{method}.compile: part_optimizers[{part!r}] must be a Keras optimizer (an instance, "
-                                 f"a name or a config) or a learning-rate scale (a number), got {value!r}") from error
+                raise ValueError(
+                    f"{method}.compile: part_optimizers[{part!r}] must be a Keras optimizer (an instance, "
+                    f"a name or a config) or a learning-rate scale (a number), got {value!r}"
+                ) from error
     return optimizers
 
 
@@ -143,7 +158,9 @@ class DANNLearningRateSchedule(keras.optimizers.schedules.LearningRateSchedule):
         super().__init__()
         self.initial_learning_rate = finite("initial_learning_rate", initial_learning_rate)
         if isinstance(decay_steps, bool) or not isinstance(decay_steps, int) or decay_steps < 1:
-            raise ValueError(f"decay_steps must be an integer of at least 1 (the fit's total steps), got {decay_steps!r}")
+            raise ValueError(
+                f"decay_steps must be an integer of at least 1 (the fit's total steps), got {decay_steps!r}"
+            )
         self.decay_steps = decay_steps
         self.alpha = finite("alpha", alpha)
         self.beta = finite("beta", beta)

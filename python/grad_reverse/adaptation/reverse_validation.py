@@ -47,21 +47,25 @@ def split_indices(n: int, validation_fraction: float, rng: np.random.Generator) 
     """`(train, held_out)` indices of `n` points, `held_out` being `round(n * validation_fraction)` (>= 1)."""
     held_out = int(round(n * validation_fraction))
     if not 1 <= held_out <= n - 1:
-        raise ValueError(f"reverse_validation: validation_fraction {validation_fraction} of {n} points leaves "
-                         "no point on one side of the split; use more points or another fraction")
+        raise ValueError(
+            f"reverse_validation: validation_fraction {validation_fraction} of {n} points leaves "
+            "no point on one side of the split; use more points or another fraction"
+        )
     order = rng.permutation(n)
     return np.sort(order[held_out:]), np.sort(order[:held_out])
 
 
-def _trained(make_model: Callable[[], Any], seed: int, x: np.ndarray, y: np.ndarray, target: np.ndarray,
-             fit_kwargs: dict) -> Any:
+def _trained(
+    make_model: Callable[[], Any], seed: int, x: np.ndarray, y: np.ndarray, target: np.ndarray, fit_kwargs: dict
+) -> Any:
     from grad_reverse.adaptation.model import AdversarialModel
 
     keras.utils.set_random_seed(seed)
     model = make_model()
     if not isinstance(model, AdversarialModel):
-        raise TypeError("reverse_validation: make_model must return a compiled grad_reverse.DANN, CDAN or MDD, "
-                        f"got {model!r}")
+        raise TypeError(
+            f"reverse_validation: make_model must return a compiled grad_reverse.DANN, CDAN or MDD, got {model!r}"
+        )
     model.fit(x, y, target=target, **{"seed": seed, "verbose": 0, **fit_kwargs})
     return model
 
@@ -99,12 +103,15 @@ def reverse_validation(
     Returns a `ReverseValidation`; compare configurations by its `risk`.
     """
     if not 0.0 < float(validation_fraction) < 1.0:
-        raise ValueError(f"reverse_validation: validation_fraction must be between 0 and 1 (exclusive), "
-                         f"got {validation_fraction!r}")
+        raise ValueError(
+            f"reverse_validation: validation_fraction must be between 0 and 1 (exclusive), got {validation_fraction!r}"
+        )
     x_source, y_source, x_target = (np.asarray(a) for a in (x_source, y_source, x_target))
     if len(x_source) != len(y_source):
-        raise ValueError(f"reverse_validation: x_source and y_source must have the same length, got "
-                         f"{len(x_source)} and {len(y_source)}")
+        raise ValueError(
+            f"reverse_validation: x_source and y_source must have the same length, got "
+            f"{len(x_source)} and {len(y_source)}"
+        )
     rng = np.random.default_rng(seed)
     source_train, source_held_out = split_indices(len(x_source), validation_fraction, rng)
     target_train, _ = split_indices(len(x_target), validation_fraction, rng)
@@ -134,9 +141,10 @@ def select_by_reverse_validation(
     `kwargs` go to `reverse_validation` (splits, seed, pseudo_labels, fit
     arguments). Returns `(best candidate, {candidate: ReverseValidation})`.
     """
-    results = {candidate: reverse_validation(lambda c=candidate: make_model(c), x_source, y_source, x_target,
-                                             **kwargs)
-               for candidate in candidates}
+    results = {
+        candidate: reverse_validation(lambda c=candidate: make_model(c), x_source, y_source, x_target, **kwargs)
+        for candidate in candidates
+    }
     if not results:
         raise ValueError("select_by_reverse_validation: no candidates")
     return min(results, key=lambda c: results[c].risk), results

@@ -93,14 +93,15 @@ def _bandwidth_bound(result: Result, beside: Beside) -> Result:
     return result
 
 
-def case_eager(size: int, dtype: tf.DType, rounds: int, lambda_kind: str = "variable",
-               beside: Beside = None) -> Result:
+def case_eager(size: int, dtype: tf.DType, rounds: int, lambda_kind: str = "variable", beside: Beside = None) -> Result:
     """Eager forward + backward: where dispatch cost dominates small tensors.
     `beside`: the limit's ways, timed in the same rounds."""
     x, dy = _inputs(size, dtype)
     lambda_ = make_lambda(lambda_kind)
-    calls = {name: (lambda layer=layer: fwd_bwd(layer, x, dy, lambda_))
-             for name, layer in _layers(lambda_, eager=True).items()}
+    calls = {
+        name: (lambda layer=layer: fwd_bwd(layer, x, dy, lambda_))
+        for name, layer in _layers(lambda_, eager=True).items()
+    }
     per_round = max(1, min(50, (1 << 20) // max(size, 1)))
     times = _timed(calls, beside, rounds, per_round, _fits_cache(size, dtype), calls["identity"])
     return _bandwidth_bound(Result("fwd+bwd", "eager", size, dtype.name, lambda_kind, times), beside)
@@ -135,8 +136,14 @@ def _timed(calls: dict, beside: Beside, rounds: int, per_round: int, in_cache: b
     tensors fit the cache, with a settling call per sample and, after the
     ways, the floor's recovery."""
     after_round = (lambda: recover(floor)) if beside and in_cache else None
-    return interleaved({**calls, **(beside or {})}, rounds, per_round,
-                       settle=SETTLING_CALLS if in_cache else 0, after_round=after_round, rotate=len(calls))
+    return interleaved(
+        {**calls, **(beside or {})},
+        rounds,
+        per_round,
+        settle=SETTLING_CALLS if in_cache else 0,
+        after_round=after_round,
+        rotate=len(calls),
+    )
 
 
 def fwd_bwd_function(layer: Callable, lambda_, jit: bool = False):
@@ -148,8 +155,9 @@ def fwd_bwd_function(layer: Callable, lambda_, jit: bool = False):
     return tf.function(step, jit_compile=jit)
 
 
-def case_function(size: int, dtype: tf.DType, rounds: int, jit: bool = False,
-                  lambda_kind: str = "variable", beside: Beside = None) -> Result:
+def case_function(
+    size: int, dtype: tf.DType, rounds: int, jit: bool = False, lambda_kind: str = "variable", beside: Beside = None
+) -> Result:
     """tf.function forward + backward with dy passed in (so dx cannot reuse
     dy's buffer: the call includes allocating dx). A float lambda is a graph
     constant; a Variable is read inside the graph at every call."""
@@ -209,13 +217,15 @@ def case_dann_step(batch: int, width: int, rounds: int, lambda_kind: str = "vari
     calls = {}
     for name, make_grl in grls.items():
         keras.utils.set_random_seed(0)
-        model = keras.Sequential([
-            keras.Input((width,)),
-            keras.layers.Dense(width, activation="relu"),
-            make_grl(),
-            keras.layers.Dense(width, activation="relu"),
-            keras.layers.Dense(1),
-        ])
+        model = keras.Sequential(
+            [
+                keras.Input((width,)),
+                keras.layers.Dense(width, activation="relu"),
+                make_grl(),
+                keras.layers.Dense(width, activation="relu"),
+                keras.layers.Dense(1),
+            ]
+        )
         optimizer = keras.optimizers.SGD(1e-4)
         loss_fn = keras.losses.BinaryCrossentropy(from_logits=True)
 

@@ -77,9 +77,15 @@ class LimitWaysBySize:
 DEFAULT_OUT = "grad_reverse_bench"
 
 
-def plan(sizes: Sequence[int], dtype: tf.DType, rounds: int, lambdas: Sequence[str], quick: bool,
-         dann: bool, beside: Callable[[int], cases.Beside] = lambda size: None
-         ) -> list[tuple[str, Callable[[], Result]]]:
+def plan(
+    sizes: Sequence[int],
+    dtype: tf.DType,
+    rounds: int,
+    lambdas: Sequence[str],
+    quick: bool,
+    dann: bool,
+    beside: Callable[[int], cases.Beside] = lambda size: None,
+) -> list[tuple[str, Callable[[], Result]]]:
     """(label, run) for every case, the Variable lambda's first. `beside(size)`:
     the limit's ways to time in that size's forward+backward cases."""
     steps: list[tuple[str, Callable[[], Result]]] = []
@@ -87,19 +93,27 @@ def plan(sizes: Sequence[int], dtype: tf.DType, rounds: int, lambdas: Sequence[s
         for size in sizes:
             label = f"{table.size_label(size)} {dtype.name}, {kind} lambda"
             steps.append((f"eager {label}", lambda s=size, k=kind: cases.case_eager(s, dtype, rounds, k, beside(s))))
-            steps.append((f"tf.function {label}",
-                          lambda s=size, k=kind: cases.case_function(s, dtype, rounds, False, k, beside(s))))
-            steps.append((f"xla {label}",
-                          lambda s=size, k=kind: cases.case_function(s, dtype, rounds, True, k, beside(s))))
+            steps.append(
+                (
+                    f"tf.function {label}",
+                    lambda s=size, k=kind: cases.case_function(s, dtype, rounds, False, k, beside(s)),
+                )
+            )
+            steps.append(
+                (f"xla {label}", lambda s=size, k=kind: cases.case_function(s, dtype, rounds, True, k, beside(s)))
+            )
     chain_size = min(max(sizes), 1 << 24)
     for kind in lambdas:
-        steps.append((f"chain {table.size_label(chain_size)}, {kind} lambda",
-                      lambda k=kind: cases.case_chain(chain_size, dtype, rounds, k)))
+        steps.append(
+            (
+                f"chain {table.size_label(chain_size)}, {kind} lambda",
+                lambda k=kind: cases.case_chain(chain_size, dtype, rounds, k),
+            )
+        )
     if dann:
         batch, width = (256, 1024) if quick else (512, 2048)
         for kind in lambdas:
-            steps.append((f"DANN step, {kind} lambda",
-                          lambda k=kind: cases.case_dann_step(batch, width, rounds, k)))
+            steps.append((f"DANN step, {kind} lambda", lambda k=kind: cases.case_dann_step(batch, width, rounds, k)))
     return steps
 
 
@@ -116,8 +130,9 @@ def pooled_limits(results: Sequence[Result], kernel_rows: Sequence[KernelBandwid
     return {nbytes: limit_from_times(nbytes, times) for nbytes, times in pooled.items()}
 
 
-def read_against_pooled_limits(results: Sequence[Result], kernel_rows: Sequence[KernelBandwidth],
-                               limits: dict[int, Limit]) -> None:
+def read_against_pooled_limits(
+    results: Sequence[Result], kernel_rows: Sequence[KernelBandwidth], limits: dict[int, Limit]
+) -> None:
     """Every row where a memory limit applies is read against its size's
     pooled limit, the fastest pass of the whole run: more samples than its
     own rounds, so a short burst of bandwidth that one of its calls met is
@@ -145,8 +160,10 @@ def summary(results: Sequence[Result]) -> list[str]:
         eager = [r for r in rows if r.case == "fwd+bwd" and r.mode == "eager"]
         for r in eager:
             if r.size == min(x.size for x in eager):
-                lines.append(f"  eager {table.size_label(r.size)}: reference/native {r.ratio():.2f}, "
-                             f"native/{_named(r.floor)} {r.over_floor():.3f}")
+                lines.append(
+                    f"  eager {table.size_label(r.size)}: reference/native {r.ratio():.2f}, "
+                    f"native/{_named(r.floor)} {r.over_floor():.3f}"
+                )
         for mode in ("tf.function", "xla"):
             line = table.summary_line([r for r in rows if r.bytes_moved], "fwd+bwd", mode, kind)
             if line:
@@ -155,15 +172,25 @@ def summary(results: Sequence[Result]) -> list[str]:
             if r.case == "chain":
                 lines.append(f"  chain {table.size_label(r.size)}: reference/native {r.ratio():.2f}")
             if r.case == "dann step":
-                lines.append(f"  DANN step: native/no GRL {r.over_floor():.3f}, reference/no GRL "
-                             f"{r.ratio('reference', 'no GRL'):.3f}")
+                lines.append(
+                    f"  DANN step: native/no GRL {r.over_floor():.3f}, reference/no GRL "
+                    f"{r.ratio('reference', 'no GRL'):.3f}"
+                )
     return lines
 
 
-def run(quick: bool = False, dtype: str = "float32", out: Optional[str] = None,
-        sizes: Optional[Sequence[int]] = None, rounds: Optional[int] = None, progress: bool = True,
-        memory: bool = True, dann: bool = True, lambdas: Sequence[str] = cases.LAMBDA_KINDS,
-        verbose: bool = False) -> list[Result]:
+def run(
+    quick: bool = False,
+    dtype: str = "float32",
+    out: Optional[str] = None,
+    sizes: Optional[Sequence[int]] = None,
+    rounds: Optional[int] = None,
+    progress: bool = True,
+    memory: bool = True,
+    dann: bool = True,
+    lambdas: Sequence[str] = cases.LAMBDA_KINDS,
+    verbose: bool = False,
+) -> list[Result]:
     """Runs every case and prints the table; returns the results. With `out`,
     also writes bench.json and bench.png there (the command's default:
     DEFAULT_OUT) and prints their paths."""
@@ -192,16 +219,20 @@ def run(quick: bool = False, dtype: str = "float32", out: Optional[str] = None,
         print("\n" + table.format_kernel_rows(kernel_rows, dtype))
     allocations = {}
     if memory:
-        allocations = {impl: backward_allocations(impl, ALLOCATION_SIZE, tf_dtype, verbose)
-                       for impl in ("native", "reference")}
-        print(f"\nbytes allocated by the backward (tf.function, dy a graph temporary, "
-              f"{table.size_label(ALLOCATION_SIZE)} {dtype}, {ALLOCATION_SIZE * tf_dtype.size / 2**20:.0f} MiB "
-              f"per tensor): " + ", ".join(f"{k} {v / 2**20:.1f} MiB" for k, v in allocations.items()))
+        allocations = {
+            impl: backward_allocations(impl, ALLOCATION_SIZE, tf_dtype, verbose) for impl in ("native", "reference")
+        }
+        print(
+            f"\nbytes allocated by the backward (tf.function, dy a graph temporary, "
+            f"{table.size_label(ALLOCATION_SIZE)} {dtype}, {ALLOCATION_SIZE * tf_dtype.size / 2**20:.0f} MiB "
+            f"per tensor): " + ", ".join(f"{k} {v / 2**20:.1f} MiB" for k, v in allocations.items())
+        )
     print("\nsummary (ratios taken round by round, median):")
     print("\n".join(summary(results)))
     if out:
-        write_outputs(Path(out), results, limits, kernel_rows, allocations, dtype, started,
-                      plot_title(dtype, quick, sizes))
+        write_outputs(
+            Path(out), results, limits, kernel_rows, allocations, dtype, started, plot_title(dtype, quick, sizes)
+        )
     return results
 
 
@@ -212,18 +243,37 @@ def plot_title(dtype: str, quick: bool, sizes: Sequence[int]) -> str:
     return title
 
 
-def write_outputs(directory: Path, results: Sequence[Result], limits: dict[int, Limit], kernel_rows: list,
-                  allocations: dict, dtype: str, started: str, title: str) -> None:
+def write_outputs(
+    directory: Path,
+    results: Sequence[Result],
+    limits: dict[int, Limit],
+    kernel_rows: list,
+    allocations: dict,
+    dtype: str,
+    started: str,
+    title: str,
+) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     payload = {
-        "tensorflow": tf.__version__, "grad_reverse": grad_reverse.__version__, "dtype": dtype,
-        "started": started, "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None,
-        "cpu_count": os.cpu_count(), "gpus": [d.name for d in tf.config.list_logical_devices("GPU")],
+        "tensorflow": tf.__version__,
+        "grad_reverse": grad_reverse.__version__,
+        "dtype": dtype,
+        "started": started,
+        "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None,
+        "cpu_count": os.cpu_count(),
+        "gpus": [d.name for d in tf.config.list_logical_devices("GPU")],
         "results": [r.summary() for r in results],
         "bandwidth_limits": [vars(limit) for limit in limits.values()],
         "backward_allocated_bytes": allocations,
-        "kernel_in_place_bandwidth": [{"size": row.size, "native_gbps": row.gbps, "limit_gbps": row.limit_gbps,
-                                       "fraction_of_limit": row.fraction_of_limit()} for row in kernel_rows],
+        "kernel_in_place_bandwidth": [
+            {
+                "size": row.size,
+                "native_gbps": row.gbps,
+                "limit_gbps": row.limit_gbps,
+                "fraction_of_limit": row.fraction_of_limit(),
+            }
+            for row in kernel_rows
+        ],
     }
     (directory / "bench.json").write_text(json.dumps(payload, indent=2))
     try:
@@ -257,21 +307,43 @@ def add_cli(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser("bench", help="time the native op against tf.custom_gradient and tf.identity")
     parser.add_argument("--quick", action="store_true", help="three sizes (1K, 1M, 16M) and fewer rounds")
     parser.add_argument("--dtype", default="float32", choices=DTYPES)
-    parser.add_argument("--out", metavar="DIR", default=DEFAULT_OUT,
-                        help=f"write bench.json and bench.png here (default: ./{DEFAULT_OUT})")
+    parser.add_argument(
+        "--out",
+        metavar="DIR",
+        default=DEFAULT_OUT,
+        help=f"write bench.json and bench.png here (default: ./{DEFAULT_OUT})",
+    )
     parser.add_argument("--sizes", type=_sizes_argument, help=table.SIZES_HELP + "; default 1K,64K,1M,4M,16M,64M")
     parser.add_argument("--rounds", type=_rounds_argument, help="interleaved rounds per case (default 41, --quick 11)")
-    parser.add_argument("--lambda", dest="lambda_kind", choices=("both",) + cases.LAMBDA_KINDS, default="both",
-                        help="time lambda as a tf.Variable, a Python float, or both (default)")
+    parser.add_argument(
+        "--lambda",
+        dest="lambda_kind",
+        choices=("both",) + cases.LAMBDA_KINDS,
+        default="both",
+        help="time lambda as a tf.Variable, a Python float, or both (default)",
+    )
     parser.add_argument("--no-memory", action="store_true", help="skip the backward-allocation measurement")
     parser.add_argument("--no-dann", action="store_true", help="skip the DANN training-step case")
-    parser.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS,
-                        help="also show TensorFlow's own log lines (the profiler's, for the allocation count)")
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="also show TensorFlow's own log lines (the profiler's, for the allocation count)",
+    )
 
     def run_cli(args: argparse.Namespace) -> int:
         lambdas = cases.LAMBDA_KINDS if args.lambda_kind == "both" else (args.lambda_kind,)
-        run(args.quick, args.dtype, args.out, sizes=args.sizes, rounds=args.rounds, memory=not args.no_memory,
-            dann=not args.no_dann, lambdas=lambdas, verbose=getattr(args, "verbose", False))
+        run(
+            args.quick,
+            args.dtype,
+            args.out,
+            sizes=args.sizes,
+            rounds=args.rounds,
+            memory=not args.no_memory,
+            dann=not args.no_dann,
+            lambdas=lambdas,
+            verbose=getattr(args, "verbose", False),
+        )
         return 0
 
     parser.set_defaults(run=run_cli)

@@ -141,8 +141,7 @@ def _float32_parts(threads: int, *buffers: np.ndarray) -> list[tuple[np.ndarray,
     contiguous slice per thread: a tuple of the buffers' slices per thread."""
     views = [buffer.view(np.float32) for buffer in buffers]
     step = views[0].itemsize
-    return [tuple(view[s.start // step:s.stop // step] for view in views)
-            for s in _slices(views[0].nbytes, threads)]
+    return [tuple(view[s.start // step : s.stop // step] for view in views) for s in _slices(views[0].nbytes, threads)]
 
 
 def threaded_negate(buffer: np.ndarray, threads: int) -> Threaded:
@@ -204,8 +203,10 @@ class LimitWays:
             dst = np.ones(nbytes, np.uint8)
             kernels = _raw_kernels() is not None
             for threads in thread_counts(usable_cores()):
-                candidates = [("numpy copy", lambda threads=threads: threaded_copy(src, dst, threads)),
-                              ("numpy in place", lambda threads=threads: threaded_negate(dst, threads))]
+                candidates = [
+                    ("numpy copy", lambda threads=threads: threaded_copy(src, dst, threads)),
+                    ("numpy in place", lambda threads=threads: threaded_negate(dst, threads)),
+                ]
                 if kernels:
                     candidates += [
                         ("kernel, streaming stores", lambda threads=threads: threaded_kernel(src, dst, threads, True)),
@@ -239,7 +240,7 @@ def measure_limit(nbytes: int, rounds: int, dtype: tf.DType = tf.float32) -> Lim
         times = interleaved(ways.calls, rounds, per_round)
     finally:
         ways.close()
-    return limit_from_times(ways.nbytes, {name[len(LIMIT_PREFIX):]: t for name, t in times.items()})
+    return limit_from_times(ways.nbytes, {name[len(LIMIT_PREFIX) :]: t for name, t in times.items()})
 
 
 @dataclass
@@ -305,6 +306,6 @@ def kernel_bandwidth(size: int, dtype: tf.DType, rounds: int, limit: bool = True
         if ways:
             ways.close()
     seconds = kernel_seconds(times.pop("one"), times.pop("nine"))
-    limit_times = {name[len(LIMIT_PREFIX):]: t for name, t in times.items()}
+    limit_times = {name[len(LIMIT_PREFIX) :]: t for name, t in times.items()}
     limit_gbps = limit_from_times(ways.nbytes, limit_times).gbps if ways and beyond_cache(nbytes, 1) else None
     return KernelBandwidth(size, nbytes, 2 * nbytes / seconds / 1e9 if seconds else None, limit_gbps, limit_times)

@@ -32,8 +32,12 @@ def sync() -> None:
 
 
 def interleaved(
-    calls: dict[str, Callable[[], object]], rounds: int, per_round: int = 1, settle: int = 0,
-    after_round: Optional[Callable[[], object]] = None, rotate: int = 0,
+    calls: dict[str, Callable[[], object]],
+    rounds: int,
+    per_round: int = 1,
+    settle: int = 0,
+    after_round: Optional[Callable[[], object]] = None,
+    rotate: int = 0,
 ) -> dict[str, list[float]]:
     """Times each callable `rounds` times, one round of all of them at a time,
     each sample the mean of `per_round` back-to-back calls. Warms up first.
@@ -126,7 +130,7 @@ class Result:
         command then reads each row against its size's limit over the whole
         run, `cli.read_against_pooled_limits`)."""
         names = [name for name in self.times if name.startswith(prefix)]
-        self.limit_times = {name[len(prefix):]: self.times.pop(name) for name in names}
+        self.limit_times = {name[len(prefix) :]: self.times.pop(name) for name in names}
         if self.limit_times and self.bytes_moved and applies:
             self.limit_gbps = limit_from_times(self.bytes_moved // 2, self.limit_times).gbps
 

@@ -41,12 +41,26 @@ def _panel(ax, results: Sequence[Result], kind: str) -> None:
     # A region needs two sizes (`--quick` has one beyond the caches) and must
     # reach into the axis; otherwise nothing would be drawn, so no label either.
     if len(limit_rows) >= 2 and max(floor_times) > ax.get_ylim()[0]:
-        ax.fill_between(sizes, ax.get_ylim()[0], floor_times, facecolor="mistyrose", edgecolor="tab:red",
-                        hatch="///", linewidth=0, label="out of reach: faster than the measured\n"
-                                                         "memory bandwidth allows the backward")
+        ax.fill_between(
+            sizes,
+            ax.get_ylim()[0],
+            floor_times,
+            facecolor="mistyrose",
+            edgecolor="tab:red",
+            hatch="///",
+            linewidth=0,
+            label="out of reach: faster than the measured\nmemory bandwidth allows the backward",
+        )
         ax.plot(sizes, floor_times, color="tab:red", linewidth=2.5, linestyle=(0, (1, 1)))
-        ax.annotate("memory-bandwidth limit", (sizes[-1], floor_times[-1]), textcoords="offset points",
-                    xytext=(-4, 6), ha="right", fontsize=7, color="tab:red")
+        ax.annotate(
+            "memory-bandwidth limit",
+            (sizes[-1], floor_times[-1]),
+            textcoords="offset points",
+            xytext=(-4, 6),
+            ha="right",
+            fontsize=7,
+            color="tab:red",
+        )
     ax.set_title(LAMBDA_TITLES[kind].replace(" (what a schedule assigns; the default)", ""), fontsize=9)
     ax.set_xlabel("elements")
     ax.grid(True, which="both", alpha=0.3)

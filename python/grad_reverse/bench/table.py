@@ -34,7 +34,7 @@ def size_label(n: int) -> str:
 
 
 def parse_size(text: str) -> int:
-    """"16M" -> 16777216, "1K" -> 1024, "1000" -> 1000 (what `size_label` writes, and counts)."""
+    """ "16M" -> 16777216, "1K" -> 1024, "1000" -> 1000 (what `size_label` writes, and counts)."""
     match = _SIZE.fullmatch(text.strip())
     if not match:
         raise ValueError(f"{text.strip()!r} is not a size: use {SIZES_HELP}")
@@ -45,7 +45,7 @@ def parse_size(text: str) -> int:
 
 
 def parse_sizes(text: str) -> list[int]:
-    """"1K,16M" -> [1024, 16777216]."""
+    """ "1K,16M" -> [1024, 16777216]."""
     return [parse_size(part) for part in text.split(",")]
 
 
@@ -79,10 +79,12 @@ COLUMNS = (
     ("% of", "limit", 5, lambda r: _percent(r.fraction_of_limit(), 5)),
 )
 LEFT = ("case", "mode", "dtype")  # text columns; the numbers (and sizes) align right
-LEGEND = ("ms: median per call, forward+backward (DANN step: a training step); reference: the pure-Python "
-          "tf.custom_gradient version; floor: no reversal (tf.identity; eager with a Variable: plus one read of it; "
-          "DANN step: an Identity layer); ratios: round by round, median; backward GB/s: the bytes it reads and "
-          "writes over native ms; limit: memory bandwidth (below).")
+LEGEND = (
+    "ms: median per call, forward+backward (DANN step: a training step); reference: the pure-Python "
+    "tf.custom_gradient version; floor: no reversal (tf.identity; eager with a Variable: plus one read of it; "
+    "DANN step: an Identity layer); ratios: round by round, median; backward GB/s: the bytes it reads and "
+    "writes over native ms; limit: memory bandwidth (below)."
+)
 
 
 def _header() -> list[str]:
@@ -110,8 +112,13 @@ def _smallest_beyond_cache(dtype_size: int) -> Optional[str]:
 
 def empty_limit_note(results: Sequence[Result]) -> Optional[str]:
     """Why the GB/s and limit columns are empty where they are (None where none is)."""
-    unbound = list(dict.fromkeys(r.case if r.case != "fwd+bwd" else f"under {size_label(BANDWIDTH_BOUND_SIZE)}"
-                                 for r in results if not r.bytes_moved))
+    unbound = list(
+        dict.fromkeys(
+            r.case if r.case != "fwd+bwd" else f"under {size_label(BANDWIDTH_BOUND_SIZE)}"
+            for r in results
+            if not r.bytes_moved
+        )
+    )
     no_limit = [r for r in results if r.bytes_moved and r.limit_gbps is None]
     in_cache = [r for r in no_limit if not bandwidth.beyond_cache(r.bytes_moved // 2)]
     unmeasured = [r for r in no_limit if bandwidth.beyond_cache(r.bytes_moved // 2)]
@@ -122,9 +129,11 @@ def empty_limit_note(results: Sequence[Result]) -> Optional[str]:
         sizes = ", ".join(dict.fromkeys(size_label(r.size) for r in in_cache))
         smallest = _smallest_beyond_cache(in_cache[0].bytes_moved // 2 // in_cache[0].size)
         cache_mib = bandwidth.last_level_cache_bytes() / 2**20
-        notes.append(f"limit empty at {sizes}: dy and dx fit in twice this CPU's {cache_mib:.0f} MiB last-level "
-                     f"cache, so passes run from the cache and no memory limit applies (from --sizes {smallest} on, "
-                     f"one does)")
+        notes.append(
+            f"limit empty at {sizes}: dy and dx fit in twice this CPU's {cache_mib:.0f} MiB last-level "
+            f"cache, so passes run from the cache and no memory limit applies (from --sizes {smallest} on, "
+            f"one does)"
+        )
     if unmeasured:
         notes.append(f"no limit measured at {', '.join(dict.fromkeys(size_label(r.size) for r in unmeasured))}")
     return "; ".join(notes) + "." if notes else None
@@ -150,42 +159,68 @@ def format_table(results: Sequence[Result]) -> str:
 def _cache_note(nbytes: int, buffers: int) -> str:
     if bandwidth.beyond_cache(nbytes, buffers):
         return ""
-    return (f"  [under twice the {bandwidth.last_level_cache_bytes() / 2**20:.0f} MiB last-level cache: passes run from "
-            f"the cache, no memory limit applies, rows show none]")
+    return (
+        f"  [under twice the {bandwidth.last_level_cache_bytes() / 2**20:.0f} MiB last-level cache: passes run from "
+        f"the cache, no memory limit applies, rows show none]"
+    )
 
 
 def format_limits(limits: dict[int, Limit], dtype_size: int) -> str:
     """The limit per size, over all its cases' rounds, and each way's share."""
-    lines = [_wrapped("memory-bandwidth limit (read+write GB/s), timed in the same rounds as the cases above and "
-                      "the kernel alone: the fastest pass any of these ways made in the run, what every row of that "
-                      "size is read against (a row's figure is its median call); each way at its fastest pass "
-                      "(median):")]
+    lines = [
+        _wrapped(
+            "memory-bandwidth limit (read+write GB/s), timed in the same rounds as the cases above and "
+            "the kernel alone: the fastest pass any of these ways made in the run, what every row of that "
+            "size is read against (a row's figure is its median call); each way at its fastest pass "
+            "(median):"
+        )
+    ]
     for nbytes, limit in sorted(limits.items()):
         ways = ", ".join(f"{name} {gbps:.1f} ({limit.medians[name]:.1f})" for name, gbps in limit.methods.items())
-        lines.append(_wrapped(f"  {size_label(nbytes // dtype_size):>6s}: {limit.gbps:6.1f} over {limit.rounds} "
-                              f"rounds, by {limit.method}  ({ways}){_cache_note(nbytes, 2)}", indent=10))
+        lines.append(
+            _wrapped(
+                f"  {size_label(nbytes // dtype_size):>6s}: {limit.gbps:6.1f} over {limit.rounds} "
+                f"rounds, by {limit.method}  ({ways}){_cache_note(nbytes, 2)}",
+                indent=10,
+            )
+        )
     return "\n".join(lines)
 
 
 def _wrapped(text: str, indent: int = 0) -> str:
     """`text` in lines of at most WIDTH characters, continuation lines indented by `indent`."""
-    return textwrap.fill(text, WIDTH, subsequent_indent=" " * indent, break_long_words=False,
-                         break_on_hyphens=False, drop_whitespace=True, replace_whitespace=False)
+    return textwrap.fill(
+        text,
+        WIDTH,
+        subsequent_indent=" " * indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+        drop_whitespace=True,
+        replace_whitespace=False,
+    )
 
 
 def format_kernel_rows(rows: Sequence[KernelBandwidth], dtype: str) -> str:
     """The kernel alone, in place, against the limit timed in its rounds."""
-    lines = [_wrapped("backward kernel alone, in place (read+write GB/s, median over rounds of 9 passes minus 1; "
-                      "the limit: its size's, above, with the copying and in-place ways also timed in these "
-                      "rounds):")]
+    lines = [
+        _wrapped(
+            "backward kernel alone, in place (read+write GB/s, median over rounds of 9 passes minus 1; "
+            "the limit: its size's, above, with the copying and in-place ways also timed in these "
+            "rounds):"
+        )
+    ]
     for row in rows:
         if row.gbps is None:
             lines.append(f"  {size_label(row.size):>6s} {dtype}: not measurable (8 passes took less than the noise)")
             continue
         fraction = row.fraction_of_limit()
         of_limit = f"  {fraction:.0%} of the limit {row.limit_gbps:.1f}" if fraction is not None else ""
-        lines.append(_wrapped(f"  {size_label(row.size):>6s} {dtype}: {row.gbps:6.1f}{of_limit}"
-                              f"{_cache_note(row.nbytes, 1)}", indent=10))
+        lines.append(
+            _wrapped(
+                f"  {size_label(row.size):>6s} {dtype}: {row.gbps:6.1f}{of_limit}{_cache_note(row.nbytes, 1)}",
+                indent=10,
+            )
+        )
     return "\n".join(lines)
 
 

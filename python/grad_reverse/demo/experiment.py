@@ -116,11 +116,11 @@ def run(
         if first_models is None:
             first_models, first_domains = (source_only, dann), domains
 
-    mean_target = {
-        name: float(np.mean([r[name]["target"] for r in runs])) for name in ("source_only", "dann")
-    }
-    say(f"\nTarget accuracy, mean over seeds {list(seeds)}: source-only {mean_target['source_only']:.3f}, "
-        f"DANN {mean_target['dann']:.3f} ({mean_target['dann'] - mean_target['source_only']:+.3f})")
+    mean_target = {name: float(np.mean([r[name]["target"] for r in runs])) for name in ("source_only", "dann")}
+    say(
+        f"\nTarget accuracy, mean over seeds {list(seeds)}: source-only {mean_target['source_only']:.3f}, "
+        f"DANN {mean_target['dann']:.3f} ({mean_target['dann'] - mean_target['source_only']:+.3f})"
+    )
 
     source_only, dann = first_models
     first = runs[0]
@@ -155,13 +155,25 @@ def run(
     with open(results_path, "w") as f:
         json.dump(result, f, indent=2)
 
-    say_written(say, [PLOT_NAME if plot else "(no plot: matplotlib is not installed)"], EXPORT_NAME,
-                serving_check, result["seconds"], loading_seconds)
+    say_written(
+        say,
+        [PLOT_NAME if plot else "(no plot: matplotlib is not installed)"],
+        EXPORT_NAME,
+        serving_check,
+        result["seconds"],
+        loading_seconds,
+    )
     return result
 
 
-def say_written(say: Callable[..., None], pictures: Sequence[str], export_name: str,
-                serving_check: int, seconds: float, loading_seconds: Optional[float]) -> None:
+def say_written(
+    say: Callable[..., None],
+    pictures: Sequence[str],
+    export_name: str,
+    serving_check: int,
+    seconds: float,
+    loading_seconds: Optional[float],
+) -> None:
     """The report's last lines (both demo paths): how long it took, what it wrote. The command
     then prints the output folder's path (`cli`), after any claim that failed."""
     check = "OK" if serving_check == 0 else f"FAILED, exit code {serving_check}"

@@ -35,8 +35,9 @@ def _parts(problem: Any, seed: int) -> tuple:
         features = keras.Sequential([keras.Input((2,)), keras.layers.Dense(15, activation="sigmoid")])
         width = 15
     else:
-        features = keras.Sequential([keras.Input((2,)), keras.layers.Dense(32, activation="relu"),
-                                     keras.layers.Dense(16, activation="relu")])
+        features = keras.Sequential(
+            [keras.Input((2,)), keras.layers.Dense(32, activation="relu"), keras.layers.Dense(16, activation="relu")]
+        )
         width = 16
     units, activation = (1, "sigmoid") if problem.classes == 2 else (problem.classes, "softmax")
     label = keras.Sequential([keras.Input((width,)), keras.layers.Dense(units, activation=activation)])
@@ -71,8 +72,9 @@ def target_accuracy(model: Any, problem: Any) -> float:
     return float(np.mean(predicted_class(model, problem.x_target) == problem.y_target))
 
 
-def run(problem_name: str, methods: list, seeds: list, steps: int, quiet: bool = False,
-        trained: Optional[Callable] = None) -> dict:
+def run(
+    problem_name: str, methods: list, seeds: list, steps: int, quiet: bool = False, trained: Optional[Callable] = None
+) -> dict:
     """Trains each method on each seed. `trained(seed, method, model, problem)`,
     if given, sees every model once it is scored (the demo keeps the first
     seed's to draw and export them)."""
@@ -85,22 +87,30 @@ def run(problem_name: str, methods: list, seeds: list, steps: int, quiet: bool =
         for method in methods:
             model = build(method, problem, seed)
             start = time.perf_counter()
-            model.fit(problem.x_source, problem.y_source, target=problem.x_target, batch_size=BATCH_SIZE,
-                      steps_per_epoch=steps, seed=seed, verbose=0)
+            model.fit(
+                problem.x_source,
+                problem.y_source,
+                target=problem.x_target,
+                batch_size=BATCH_SIZE,
+                steps_per_epoch=steps,
+                seed=seed,
+                verbose=0,
+            )
             seconds[method] += time.perf_counter() - start
             results[method].append(target_accuracy(model, problem))
             if trained is not None:
                 trained(seed, method, model, problem)
             if not quiet:
                 print(f"seed {seed} {method:12s} target accuracy {results[method][-1]:.3f}", flush=True)
-    return {"problem": problem_name, "steps": steps, "seeds": seeds, "accuracy": results,
-            "fit_seconds": seconds}
+    return {"problem": problem_name, "steps": steps, "seeds": seeds, "accuracy": results, "fit_seconds": seconds}
 
 
 def table(result: dict) -> str:
     seeds = len(result["seeds"])
-    lines = [f"{result['problem']}: target accuracy over {seeds} seed{'s' if seeds > 1 else ''}, {result['steps']} steps",
-             f"{'method':12s} {'min':>6s} {'mean':>6s} {'max':>6s} {'fit s/seed':>10s}"]
+    lines = [
+        f"{result['problem']}: target accuracy over {seeds} seed{'s' if seeds > 1 else ''}, {result['steps']} steps",
+        f"{'method':12s} {'min':>6s} {'mean':>6s} {'max':>6s} {'fit s/seed':>10s}",
+    ]
     for method, values in result["accuracy"].items():
         per_seed = result["fit_seconds"][method] / len(values)
         lines.append(f"{method:12s} {min(values):6.3f} {np.mean(values):6.3f} {max(values):6.3f} {per_seed:10.1f}")

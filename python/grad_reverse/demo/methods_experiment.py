@@ -54,8 +54,10 @@ def run_methods(
     out_dir = os.path.abspath(out_dir)
     os.makedirs(out_dir, exist_ok=True)
     say(TITLES[problem])
-    say(f"  methods: {' '.join(methods)}; seeds {' '.join(map(str, seeds))}; {steps} steps each "
-        f"(batches of {method_runs.BATCH_SIZE} source + target points)")
+    say(
+        f"  methods: {' '.join(methods)}; seeds {' '.join(map(str, seeds))}; {steps} steps each "
+        f"(batches of {method_runs.BATCH_SIZE} source + target points)"
+    )
 
     # The first seed's problem and models: drawn and exported below.
     first: dict = {"models": {}, "problem": None}
@@ -71,27 +73,43 @@ def run_methods(
 
     result["plots"] = plots = {}
     if first["problem"].x_source.shape[1] == 2:  # decision regions need a plane
-        panels = [(panel_title(METHOD_LABELS.get(m, m), seeds[0], result["accuracy"][m][0]), first["models"][m])
-                  for m in methods]
+        panels = [
+            (panel_title(METHOD_LABELS.get(m, m), seeds[0], result["accuracy"][m][0]), first["models"][m])
+            for m in methods
+        ]
         plots["decision_boundaries"] = plot_decision_boundaries(
-            os.path.join(out_dir, BOUNDARIES_PLOT_NAME.format(problem=problem)), first["problem"], panels,
-            title=TITLES[problem], mark_misclassified=True)
+            os.path.join(out_dir, BOUNDARIES_PLOT_NAME.format(problem=problem)),
+            first["problem"],
+            panels,
+            title=TITLES[problem],
+            mark_misclassified=True,
+        )
     plots["target_accuracy"] = plot_target_accuracy(
-        os.path.join(out_dir, ACCURACY_PLOT_NAME.format(problem=problem)), result)
+        os.path.join(out_dir, ACCURACY_PLOT_NAME.format(problem=problem)), result
+    )
     if None in plots.values():
         say("\nmatplotlib is not installed: no pictures (pip install 'grad-reverse[bench]' adds it)")
 
     method = result["export_method"] = export_method(methods)
     export = result["export"] = os.path.join(out_dir, EXPORT_NAME.format(method=method))
-    say(f"\nExporting the {METHOD_LABELS.get(method, method)} model of seed {seeds[0]} for serving "
-        "(its label path: no GradReverse op)")
+    say(
+        f"\nExporting the {METHOD_LABELS.get(method, method)} model of seed {seeds[0]} for serving "
+        "(its label path: no GradReverse op)"
+    )
     result["serving_check"] = serving_check = export_and_check(first["models"][method], export, quiet, say)
 
-    result.update(out_dir=out_dir, results=os.path.join(out_dir, RESULTS_NAME),
-                  seconds=round(time.perf_counter() - start, 1))
+    result.update(
+        out_dir=out_dir, results=os.path.join(out_dir, RESULTS_NAME), seconds=round(time.perf_counter() - start, 1)
+    )
     with open(result["results"], "w") as f:
         json.dump(result, f, indent=2)
 
-    say_written(say, [os.path.basename(path) for path in plots.values() if path],
-                os.path.basename(export), serving_check, result["seconds"], loading_seconds)
+    say_written(
+        say,
+        [os.path.basename(path) for path in plots.values() if path],
+        os.path.basename(export),
+        serving_check,
+        result["seconds"],
+        loading_seconds,
+    )
     return result

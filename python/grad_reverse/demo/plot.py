@@ -40,8 +40,9 @@ def plot_decision_boundaries(path: str, domains: Any, panels: Sequence[tuple], *
     return path
 
 
-def decision_boundary_figure(domains: Any, panels: Sequence[tuple], title: str = TITLES["moons"],
-                             mark_misclassified: bool = False) -> Optional["Figure"]:
+def decision_boundary_figure(
+    domains: Any, panels: Sequence[tuple], title: str = TITLES["moons"], mark_misclassified: bool = False
+) -> Optional["Figure"]:
     """One panel per `(title, model)`: the model's decision regions and
     boundaries, the source and target points; one legend saying what each is.
 
@@ -78,15 +79,15 @@ def decision_boundary_figure(domains: Any, panels: Sequence[tuple], title: str =
     height = 5.7 + 4.6 * (rows - 1) + (legend_height - 1.14)
     fig = Figure(figsize=(6.0 * columns, height))
     axes = fig.subplots(rows, columns, squeeze=False).ravel()
-    fig.subplots_adjust(left=0.07, right=0.98, top=1 - 0.57 / height, bottom=legend_height / height, wspace=0.18,
-                        hspace=0.25)
-    for ax in axes[len(panels):]:
+    fig.subplots_adjust(
+        left=0.07, right=0.98, top=1 - 0.57 / height, bottom=legend_height / height, wspace=0.18, hspace=0.25
+    )
+    for ax in axes[len(panels) :]:
         ax.remove()
     region_map = ListedColormap(_REGION_COLOURS[:classes])
     for ax, (panel_title, model) in zip(axes, panels):
         scores = class_scores(model, grid)
-        ax.contourf(gx, gy, scores.argmax(1).reshape(gx.shape), levels=np.arange(classes + 1) - 0.5,
-                    cmap=region_map)
+        ax.contourf(gx, gy, scores.argmax(1).reshape(gx.shape), levels=np.arange(classes + 1) - 0.5, cmap=region_map)
         # A boundary is where a class's score meets the best of the others'
         # (for two classes: P(class 1) = 0.5); one class's lines suffice for two.
         for cls in [1] if classes == 2 else range(classes):
@@ -99,8 +100,7 @@ def decision_boundary_figure(domains: Any, panels: Sequence[tuple], title: str =
             ax.scatter(*domains.x_target[t].T, s=18, c=colour, marker="x", linewidths=0.9)
         if mark_misclassified:
             missed = class_scores(model, domains.x_target).argmax(1) != y_target
-            ax.scatter(*domains.x_target[missed].T, s=70, facecolors="none", edgecolors=_MISSED_COLOUR,
-                       linewidths=1.2)
+            ax.scatter(*domains.x_target[missed].T, s=70, facecolors="none", edgecolors=_MISSED_COLOUR, linewidths=1.2)
         ax.set_title(panel_title)
         ax.set_xlabel("input x₁")
         ax.set_ylabel("input x₂")
@@ -108,19 +108,50 @@ def decision_boundary_figure(domains: Any, panels: Sequence[tuple], title: str =
         ax.set_xlim(low[0], high[0])
         ax.set_ylim(low[1], high[1])
     # One legend for all panels, below them (inside, it would cover points).
-    legend = [Patch(facecolor=_REGION_COLOURS[cls], label=f"shaded: where the network predicts class {cls}")
-              for cls in range(classes)]
+    legend = [
+        Patch(facecolor=_REGION_COLOURS[cls], label=f"shaded: where the network predicts class {cls}")
+        for cls in range(classes)
+    ]
     boundary = "P(class 1) = 0.5" if classes == 2 else "where the predicted class changes"
     legend.append(Line2D([], [], color="black", linewidth=1.5, label=f"decision boundary, {boundary}"))
     for cls in range(classes):
         colour = _POINT_COLOURS[cls]
-        legend.append(Line2D([], [], linestyle="", marker="o", markersize=5, color=colour,
-                             markeredgecolor="white", label=f"source point, class {cls} (labeled)"))
-        legend.append(Line2D([], [], linestyle="", marker="x", markersize=6, color=colour,
-                             label=f"target point, class {cls} (label unseen)"))
+        legend.append(
+            Line2D(
+                [],
+                [],
+                linestyle="",
+                marker="o",
+                markersize=5,
+                color=colour,
+                markeredgecolor="white",
+                label=f"source point, class {cls} (labeled)",
+            )
+        )
+        legend.append(
+            Line2D(
+                [],
+                [],
+                linestyle="",
+                marker="x",
+                markersize=6,
+                color=colour,
+                label=f"target point, class {cls} (label unseen)",
+            )
+        )
     if mark_misclassified:
-        legend.append(Line2D([], [], linestyle="", marker="o", markersize=9, markerfacecolor="none",
-                             markeredgecolor=_MISSED_COLOUR, label="ringed: target point the network gets wrong"))
+        legend.append(
+            Line2D(
+                [],
+                [],
+                linestyle="",
+                marker="o",
+                markersize=9,
+                markerfacecolor="none",
+                markeredgecolor=_MISSED_COLOUR,
+                label="ringed: target point the network gets wrong",
+            )
+        )
     fig.legend(handles=legend, loc="lower center", ncol=3, frameon=False, fontsize="small")
     # 0.114 in from the top: matplotlib's 0.98 on one row, clear of the panels' titles on more.
     fig.suptitle(title, y=1 - 0.114 / height)

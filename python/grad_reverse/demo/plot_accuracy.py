@@ -45,12 +45,23 @@ def target_accuracy_figure(result: dict) -> Optional["Figure"]:
         values = np.asarray(accuracy[method])
         ax.hlines(values.mean(), i - 0.3, i + 0.3, color="#08306b", linewidth=2.5)
         ax.scatter(i + np.asarray(offsets), values, s=22, color="#08306b", zorder=3)
-        ax.annotate(f"mean {values.mean():.3f}", (i, values.max()), xytext=(0, 6), textcoords="offset points",
-                    ha="center", fontsize="small")
+        ax.annotate(
+            f"mean {values.mean():.3f}",
+            (i, values.max()),
+            xytext=(0, 6),
+            textcoords="offset points",
+            ha="center",
+            fontsize="small",
+        )
     if "source_only" in accuracy:
         baseline = float(np.mean(accuracy["source_only"]))
-        ax.axhline(baseline, color="#a63603", linestyle="--", linewidth=1,
-                   label=f"source-only's mean, {baseline:.3f}: adaptation should beat it")
+        ax.axhline(
+            baseline,
+            color="#a63603",
+            linestyle="--",
+            linewidth=1,
+            label=f"source-only's mean, {baseline:.3f}: adaptation should beat it",
+        )
         ax.legend(loc="lower right", fontsize="small", frameon=False)
     ax.set_xticks(range(len(methods)), [METHOD_LABELS.get(m, m) for m in methods])
     ax.set_ylabel("target accuracy")
@@ -59,8 +70,10 @@ def target_accuracy_figure(result: dict) -> Optional["Figure"]:
     # methods would not show (lines, not bars: nothing pretends to start at 0).
     ax.set_ylim(max(0.0, everything.min() - 0.1), min(1.0, everything.max()) + 0.04)
     seeds = result["seeds"]
-    ax.set_title(f"Target accuracy over {len(seeds)} seed{'s' if len(seeds) > 1 else ''} "
-                 f"({', '.join(map(str, seeds))}), {result['steps']} steps: dots the seeds, lines the means",
-                 fontsize="medium")
+    ax.set_title(
+        f"Target accuracy over {len(seeds)} seed{'s' if len(seeds) > 1 else ''} "
+        f"({', '.join(map(str, seeds))}), {result['steps']} steps: dots the seeds, lines the means",
+        fontsize="medium",
+    )
     fig.suptitle(TITLES.get(result["problem"], result["problem"]), fontsize="medium")
     return fig

@@ -64,18 +64,39 @@ def train_source_only(domains: MoonsDomains, seed: int, steps: int, quiet: bool 
     model.compile(optimizer=_optimizer(), loss="binary_crossentropy", metrics=["accuracy"])
     verbose, callbacks = fit_progress("fit", steps, quiet)
     # shuffle=False: the datasets make their own batches; Keras warns about shuffle=True.
-    model.fit(_full_source_batches(domains), epochs=1, steps_per_epoch=steps, shuffle=False,
-              verbose=verbose, callbacks=callbacks)
+    model.fit(
+        _full_source_batches(domains),
+        epochs=1,
+        steps_per_epoch=steps,
+        shuffle=False,
+        verbose=verbose,
+        callbacks=callbacks,
+    )
     return model
 
 
-def train_dann(domains: MoonsDomains, seed: int, steps: int, quiet: bool = True, lambda_max: float = LAMBDA_MAX,
-               **compile_kwargs: Any) -> DANN:
+def train_dann(
+    domains: MoonsDomains,
+    seed: int,
+    steps: int,
+    quiet: bool = True,
+    lambda_max: float = LAMBDA_MAX,
+    **compile_kwargs: Any,
+) -> DANN:
     """DANN with the paper's lambda schedule up to `lambda_max`; `compile_kwargs`:
     DANN.compile's domain arguments (e.g. `domain_loss_reduction`)."""
     model = build_dann(seed, lambda_max=lambda_max, gamma=GAMMA)
     model.compile(optimizer=_optimizer(), loss="binary_crossentropy", metrics=["accuracy"], **compile_kwargs)
     verbose, callbacks = fit_progress("fit", steps, quiet)
-    model.fit(domains.x_source, domains.y_source, target=domains.x_target, batch_size=2 * BATCH_PER_DOMAIN,
-              epochs=1, steps_per_epoch=steps, seed=seed, verbose=verbose, callbacks=callbacks)
+    model.fit(
+        domains.x_source,
+        domains.y_source,
+        target=domains.x_target,
+        batch_size=2 * BATCH_PER_DOMAIN,
+        epochs=1,
+        steps_per_epoch=steps,
+        seed=seed,
+        verbose=verbose,
+        callbacks=callbacks,
+    )
     return model

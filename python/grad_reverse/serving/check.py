@@ -222,5 +222,3 @@ def check_serving(path: PathLike, tags: Sequence[str] = (SERVING_TAG,), out=None
             file=sys.stderr,
         )
     return EXIT_FAILED
-
-

@@ -54,8 +54,12 @@ def _run_make_servable(args: argparse.Namespace) -> int:
 
     try:
         make_servable(
-            args.src, args.dst, overwrite=args.overwrite, overwrite_any_directory=args.overwrite_any_directory,
-            verify=args.verify, allow_unverified=args.allow_unverified,
+            args.src,
+            args.dst,
+            overwrite=args.overwrite,
+            overwrite_any_directory=args.overwrite_any_directory,
+            verify=args.verify,
+            allow_unverified=args.allow_unverified,
         )
     except SavedModelError as error:  # names the path itself
         print(f"make-servable: error: {error.for_cli()}", file=sys.stderr)
@@ -112,11 +116,13 @@ def add_cli(subparsers: Any) -> None:
     make.add_argument("src", metavar="SRC", help="SavedModel directory to read")
     make.add_argument("dst", metavar="DST", help="directory to write (must not exist, unless --overwrite)")
     make.add_argument(
-        "--overwrite", action="store_true",
+        "--overwrite",
+        action="store_true",
         help="replace DST if it is a SavedModel (an earlier copy) or an empty directory; any other directory is refused",
     )
     make.add_argument(
-        "--overwrite-any-directory", action="store_true",
+        "--overwrite-any-directory",
+        action="store_true",
         help="replace DST whatever directory it is, deleting every file in it",
     )
     make.add_argument(

@@ -62,15 +62,17 @@ def _check_fingerprint(path: Path) -> None:
         stored = fingerprint_pb2.FingerprintDef.FromString(file.read_bytes())
     except DecodeError as error:
         raise SavedModelError(
-            path, f"{FINGERPRINT_NAME} is corrupt (it does not parse: {first_line(error)}); "
-            "delete it (loaders accept a SavedModel without one) or export the model again"
+            path,
+            f"{FINGERPRINT_NAME} is corrupt (it does not parse: {first_line(error)}); "
+            "delete it (loaders accept a SavedModel without one) or export the model again",
         ) from None
     computed = _computed_fingerprint(path)
     if computed is not None and stored.saved_model_checksum != computed.saved_model_checksum:
         raise SavedModelError(
-            path, f"{BINARY_NAME} does not match the checksum {FINGERPRINT_NAME} holds for it (changed "
+            path,
+            f"{BINARY_NAME} does not match the checksum {FINGERPRINT_NAME} holds for it (changed "
             "after the export: a damaged copy?); export the model again, or delete "
-            f"{FINGERPRINT_NAME} if the change was meant"
+            f"{FINGERPRINT_NAME} if the change was meant",
         )
 
 
@@ -105,8 +107,9 @@ def _check_functions(path: PathLike, proto: saved_model_pb2.SavedModel) -> None:
             for called in _called_functions(node):
                 if called not in library and op_def_registry.get(called) is None:
                     raise SavedModelError(
-                        path, f"saved_model.pb: node '{node.name}' in {where} calls function '{called}', "
-                        "which is not in the graph's function library (a damaged or edited file?)"
+                        path,
+                        f"saved_model.pb: node '{node.name}' in {where} calls function '{called}', "
+                        "which is not in the graph's function library (a damaged or edited file?)",
                     )
 
 
@@ -138,16 +141,18 @@ def _check_variable_contents(path: Path, proto: saved_model_pb2.SavedModel) -> N
             reader.get_tensor(key)  # reads the bytes and checks their checksum
         except Exception as error:  # noqa: BLE001
             raise SavedModelError(
-                path, f"{_data_files(variables)} is corrupt or truncated: its entry '{key}' does not read "
-                f"back (TensorFlow: {first_line(error, path)})"
+                path,
+                f"{_data_files(variables)} is corrupt or truncated: its entry '{key}' does not read "
+                f"back (TensorFlow: {first_line(error, path)})",
             ) from None
     for key, name, shape, dtype in _expected_variables(reader, proto):
         if key not in shapes:
             raise SavedModelError(path, f"variables/variables.index has no value for variable '{name}' ({key})")
         if list(shapes[key]) != shape or dtypes[key].as_datatype_enum != dtype.as_datatype_enum:
             raise SavedModelError(
-                path, f"variables/variables.index gives variable '{name}' {dtypes[key].name}{list(shapes[key])}, "
-                f"but saved_model.pb declares it {dtype.name}{shape}"
+                path,
+                f"variables/variables.index gives variable '{name}' {dtypes[key].name}{list(shapes[key])}, "
+                f"but saved_model.pb declares it {dtype.name}{shape}",
             )
 
 

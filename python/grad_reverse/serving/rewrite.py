@@ -190,8 +190,8 @@ def _unique(name: str, names: set) -> str:
 
 def _renamed(reference: str, renamed: dict) -> str:
     for old, new in renamed.items():
-        if reference.startswith(old) and reference[len(old):].isdigit():
-            return new + reference[len(old):]
+        if reference.startswith(old) and reference[len(old) :].isdigit():
+            return new + reference[len(old) :]
     return reference
 
 

@@ -39,7 +39,7 @@ class SavedModelError(ValueError):
         self.cli_reason = cli_reason or reason
 
     def for_cli(self) -> str:
-        """"PATH: what is wrong", worded for the command line."""
+        """ "PATH: what is wrong", worded for the command line."""
         return f"{self.path}: {self.cli_reason}"
 
 

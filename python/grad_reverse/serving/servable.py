@@ -147,16 +147,24 @@ def _check_destination(src: Path, dst: Path, overwrite: bool, any_directory: boo
         raise SavedModelError(dst, "exists and is not a directory; not replacing it: choose another DST")
     # --overwrite is for an earlier copy: a folder of other files is someone's work.
     if not any_directory and not _is_saved_model(dst) and any(dst.iterdir()):
-        reason = (f"is not a SavedModel (it holds {_listing(dst)}), and overwrite replaces only a SavedModel "
-                  "or an empty directory; choose another DST, or delete it and its files with {}")
+        reason = (
+            f"is not a SavedModel (it holds {_listing(dst)}), and overwrite replaces only a SavedModel "
+            "or an empty directory; choose another DST, or delete it and its files with {}"
+        )
         if not overwrite:
-            reason = (f"already exists and is not a SavedModel (it holds {_listing(dst)}); choose another DST, "
-                      "or delete it and its files with {}")
-        raise SavedModelError(dst, reason.format("overwrite_any_directory=True"),
-                              cli_reason=reason.format("--overwrite-any-directory"))
+            reason = (
+                f"already exists and is not a SavedModel (it holds {_listing(dst)}); choose another DST, "
+                "or delete it and its files with {}"
+            )
+        raise SavedModelError(
+            dst, reason.format("overwrite_any_directory=True"), cli_reason=reason.format("--overwrite-any-directory")
+        )
     if not overwrite:
-        raise SavedModelError(dst, "already exists; pass overwrite=True to replace it",
-                              cli_reason="already exists; pass --overwrite to replace it")
+        raise SavedModelError(
+            dst,
+            "already exists; pass overwrite=True to replace it",
+            cli_reason="already exists; pass --overwrite to replace it",
+        )
 
 
 def _is_saved_model(directory: Path) -> bool:
@@ -177,14 +185,15 @@ def _print_changes(report: ServableReport, out: TextIO) -> None:
     for changes in report.changes:
         if not changes.places:
             continue
-        summary = ", ".join(
-            f"{changes.total(op)} {op}" for op in rewrite.REPLACED_OP_TYPES if changes.total(op)
-        )
+        summary = ", ".join(f"{changes.total(op)} {op}" for op in rewrite.REPLACED_OP_TYPES if changes.total(op))
         print(f"MetaGraph {changes.tags}: replaced {summary} in {len(changes.places)} place(s):", file=out)
         for place, counts in sorted(changes.places.items()):
             parts = ", ".join(f"{counts[op]} {op}" for op in rewrite.REPLACED_OP_TYPES if counts[op])
             print(f"  {place}: {parts}", file=out)
-    print("(GradReverse became Identity(x), lambda dropped; GradReverseGrad became dy * -lambda, rounded like the kernel)", file=out)
+    print(
+        "(GradReverse became Identity(x), lambda dropped; GradReverseGrad became dy * -lambda, rounded like the kernel)",
+        file=out,
+    )
 
 
 def _check_stock_ops(proto, out: TextIO) -> None:
@@ -200,8 +209,7 @@ def _check_stock_ops(proto, out: TextIO) -> None:
                 failures.append(f"{tags} '{key}': {', '.join(custom)}")
     if failures:
         raise NotServableError(
-            "signatures still need op types stock TF Serving lacks (not ours, so not rewritten): "
-            + "; ".join(failures)
+            "signatures still need op types stock TF Serving lacks (not ours, so not rewritten): " + "; ".join(failures)
         )
 
 
@@ -227,9 +235,7 @@ def _verify(src: Path, staging: Path, proto, report: ServableReport, allow_unver
     # The gate: DST is written only if no signature differs and every one ran.
     failed = [r for r in report.verified if r.status in (verify.DIFFERENT, verify.FAILED)]
     if failed:
-        raise NotServableError(
-            f"signatures {_names(failed)} do not give the same outputs as SRC; DST not written"
-        )
+        raise NotServableError(f"signatures {_names(failed)} do not give the same outputs as SRC; DST not written")
     report.unverified.extend(f"{_names([r])} ({r.detail})" for r in report.verified if r.status == verify.NOT_RUN)
     if report.unverified and not allow_unverified:
         raise UnverifiedError(

@@ -17,7 +17,10 @@ import tensorflow as tf
 
 
 def encode(tensors: dict) -> dict:
-    return {key: base64.b64encode(tf.make_tensor_proto(value).SerializeToString()).decode() for key, value in tensors.items()}
+    return {
+        key: base64.b64encode(tf.make_tensor_proto(value).SerializeToString()).decode()
+        for key, value in tensors.items()
+    }
 
 
 def decode(encoded: dict) -> dict:

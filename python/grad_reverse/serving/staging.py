@@ -160,8 +160,7 @@ def _remove_stale(dst: Path) -> list[str]:
 
 
 @contextlib.contextmanager
-def claimed_sibling(dst: Path, kind: str, notes: Optional[list] = None,
-                    remove_stale: bool = True) -> Iterator[Path]:
+def claimed_sibling(dst: Path, kind: str, notes: Optional[list] = None, remove_stale: bool = True) -> Iterator[Path]:
     """A new hidden sibling of `dst`, marked, locked while the context lasts and removed after it.
 
     Before making it, with `remove_stale`, removes the stale siblings of

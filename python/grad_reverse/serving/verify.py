@@ -58,7 +58,11 @@ def make_inputs(signature_def, seed: int = SEED) -> dict:
         info = signature_def.inputs[key]
         dtype = tf.as_dtype(info.dtype)
         shape = info.tensor_shape
-        dims = [UNKNOWN_DIMENSION] if shape.unknown_rank else [d.size if d.size >= 0 else UNKNOWN_DIMENSION for d in shape.dim]
+        dims = (
+            [UNKNOWN_DIMENSION]
+            if shape.unknown_rank
+            else [d.size if d.size >= 0 else UNKNOWN_DIMENSION for d in shape.dim]
+        )
         if dtype.is_floating or dtype.is_complex:
             value = (rng.standard_normal(dims) * 4).astype(dtype.as_numpy_dtype)
         elif dtype.is_bool:
@@ -111,7 +115,15 @@ def _run_in_child(path: PathLike, tags: Sequence[str], inputs: dict) -> dict:
         code = Path(signature_runner.__file__).read_text()
         # cwd: a `python -c` child puts its working directory first on sys.path.
         result = subprocess.run(
-            [sys.executable, "-c", code, str(Path(path).resolve()), ",".join(tags), str(inputs_file), str(outputs_file)],
+            [
+                sys.executable,
+                "-c",
+                code,
+                str(Path(path).resolve()),
+                ",".join(tags),
+                str(inputs_file),
+                str(outputs_file),
+            ],
             capture_output=True,
             text=True,
             cwd=tmp,

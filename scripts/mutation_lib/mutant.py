@@ -1,0 +1,27 @@
+"""A mutant: one promise of the package, the smallest edit that breaks it, and
+the tests that must fail when it is applied (mutants.py and
+mutants_adaptation.py hold the curated ones)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+PACKAGE = "package"  # a file of the grad_reverse package (built libraries included)
+SOURCE = "source"  # a file of the source tree's cc/, which the selected tests build
+# (they run without tests/conftest.py, so without TensorFlow)
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    promise: str  # what the package promises that this edit breaks
+    file: str  # relative to the grad_reverse package directory, or to the repository for SOURCE
+    edits: tuple[tuple[str, str], ...]  # (original text, replacement), applied in order
+    tests: tuple[str, ...]  # pytest node ids (or files) that must fail
+    needs: str = ""  # a build-record key that must be true for the edit to change anything
+    pending: str = ""  # a known survivor: why, and what will kill it
+    tree: str = PACKAGE
+
+
+T = "tests/"
