@@ -203,6 +203,8 @@ ADAPTATION_MUTANTS: tuple[Mutant, ...] = (
         tests=(
             T
             + "adaptation/test_dann_reverse_validation.py::test_a_configuration_that_cannot_learn_the_source_task_scores_worse_than_one_that_can",
+            T
+            + "adaptation/test_dann_reverse_validation.py::test_a_configuration_that_learns_labels_the_held_out_source_well_through_the_round_trip",
         ),
     ),
     Mutant(

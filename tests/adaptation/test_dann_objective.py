@@ -127,20 +127,22 @@ def invariance_run(seed: int, lambda_max: float) -> tuple:
     return abs(w[2]) / np.linalg.norm(w[:2]), float(error)
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_the_papers_ramp_makes_the_encoder_domain_invariant(seed):
-    """Bounds: without adaptation (lambda 0) the source never moves w_d (d = 0
-    there), so the ratio stays near its start, 1 / sqrt(2) = 0.71 (0.69-0.70
-    measured), and every target prediction is off by about w_d: target error
-    0.97-1.0 (measured).
+@pytest.mark.claims
+def test_the_papers_ramp_makes_the_encoder_domain_invariant():
+    """Over seeds 0 and 1, the means. Bounds: without adaptation (lambda 0)
+    the source never moves w_d (d = 0 there), so the ratio stays near its
+    start, 1 / sqrt(2) = 0.71 (0.70 measured), and every target prediction is
+    off by about w_d: target error 0.99-1.0 (measured).
     Invariant here means the domain feature's weight below a fifth of the real
     features' (< 0.2: target predictions off by < ~0.3) and the target error
     below 0.3, under a third of the unadapted one. Measured with the paper's
-    objective, seeds 0-2: ratio 0.02-0.05, target error 0.03-0.07. (With SGD
+    objective, seeds 0-2, on an Intel Xeon with AVX-512 and under
+    ONEDNN_MAX_CPU_ISA=AVX2: ratio 0.02-0.05, target error 0.03-0.07. (With SGD
     the earlier mean_over_batch objective gets there too on this problem,
     ratio 0.01-0.05: the hand computations above tell the objectives apart,
     this test that the reversed domain gradient makes the encoder invariant.)"""
-    ratio, error = invariance_run(seed, lambda_max=1.0)
+    seeds = (0, 1)
+    ratio, error = np.mean([invariance_run(seed, lambda_max=1.0) for seed in seeds], axis=0)
     assert ratio < 0.2 and error < 0.3, (ratio, error)
-    unadapted_ratio, unadapted_error = invariance_run(seed, lambda_max=0.0)
+    unadapted_ratio, unadapted_error = np.mean([invariance_run(seed, lambda_max=0.0) for seed in seeds], axis=0)
     assert unadapted_ratio > 0.6 and unadapted_error > 0.9, (unadapted_ratio, unadapted_error)

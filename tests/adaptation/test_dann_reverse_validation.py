@@ -37,8 +37,20 @@ def test_a_configuration_that_cannot_learn_the_source_task_scores_worse_than_one
     assert isinstance(learns, ReverseValidation)
     assert learns.risk < frozen.risk, (learns.metrics, frozen.metrics)
     assert learns.metrics["accuracy"] > frozen.metrics["accuracy"]
-    # The one that learns labels the held-out source points well through the round trip.
-    assert learns.metrics["accuracy"] >= 0.8, learns.metrics
+
+
+@pytest.mark.claims
+def test_a_configuration_that_learns_labels_the_held_out_source_well_through_the_round_trip():
+    """Mean over seeds 0-2 >= 0.8: 1.000 on each seed, measured on an Intel
+    Xeon with AVX-512 and under ONEDNN_MAX_CPU_ISA=AVX2."""
+    x_source, y_source, x_target = domains()
+    accuracy = [
+        reverse_validation(
+            lambda: make_model(0.05), x_source, y_source, x_target, seed=seed, pseudo_labels=hard, **FIT
+        ).metrics["accuracy"]
+        for seed in (0, 1, 2)
+    ]
+    assert np.mean(accuracy) >= 0.8, accuracy
 
 
 def test_selection_picks_the_candidate_with_the_lowest_reverse_risk():

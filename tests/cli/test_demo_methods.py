@@ -45,6 +45,9 @@ def test_no_options_is_the_moons_demo_and_methods_make_it_a_comparison():
     assert cli.is_moons_demo(defaults) and cli.default_steps(defaults) == DEFAULT_STEPS
     moons_methods = demo_parser().parse_args(["demo", "--methods", "source_only", "dann"])
     assert not cli.is_moons_demo(moons_methods)
+    # Seeds: three for the moons, ten for a comparison on blobs (docs/demo.md says why).
+    assert cli.default_seeds(defaults) == cli.default_seeds(moons_methods) == (0, 1, 2)
+    assert cli.default_seeds(demo_parser().parse_args(["demo", "--problem", "blobs"])) == tuple(range(10))
 
 
 @pytest.mark.parametrize(
@@ -123,11 +126,11 @@ def test_comparison_exit_status(monkeypatch, capsys, mean, serving_check, steps,
     monkeypatch.setattr(methods_experiment, "run_methods", fake_run_methods)
     argv = ["demo", "--problem", "blobs", "--quiet"] + (["--steps", str(steps)] if steps else [])
     assert cli._run(demo_parser().parse_args(argv)) == status
-    # Without --methods on blobs: all methods; seeds and steps: the defaults.
+    # Without --methods on blobs: all methods; seeds (ten on blobs) and steps: the defaults.
     assert asked == {
         "problem": "blobs",
         "methods": list(method_runs.METHODS),
-        "seeds": [0, 1, 2],
+        "seeds": list(range(10)),
         "steps": steps or method_runs.STEPS,
     }
     err = capsys.readouterr().err

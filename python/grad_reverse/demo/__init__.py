@@ -7,8 +7,9 @@ sees. A source-only network and a DANN (`grad_reverse.DANN`: the same network
 plus a domain head behind `GradReverse`) are trained with Keras `fit`; the
 DANN with the paper's objective and lambda schedule towards 6.
 
-The promise: both networks fit the source, and DANN's target accuracy is
-above source-only's (the command's exit status says whether it was).
+The promise: both networks fit the source, and DANN's target accuracy,
+averaged over the seeds, is above source-only's (the command's exit status
+says whether it was); single seeds differ from CPU to CPU, means less.
 docs/demo.md has what was measured over seeds and machines, and why a
 15-unit feature layer with a linear domain classifier gives a spread of
 target accuracies rather than the paper's single near-perfect run.
