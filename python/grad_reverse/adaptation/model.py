@@ -280,15 +280,11 @@ class AdversarialModel(keras.Model):
         self._schedule.total_steps.assign(int(total_steps))
         self._schedule.step.assign(int(step))
 
-    def objective(
-        self, x_source: Any, x_target: Any, y_source: Any, sample_weight: Any = None, lambda_: Any = None
-    ) -> tuple:
-        """`(total, label loss, label head's output on the source, {metric: value}, features)` of one
-        training batch, recorded on the caller's `tf.GradientTape`: the objective `train_step`
-        differentiates (per replica under tf.distribute), with `lambda_` (default: the schedule's
-        next value) behind every reversal. Its gradients are the method's (tests compare them)."""
-        if lambda_ is None:
-            lambda_ = self.current_lambda()
+    def objective(self, x_source: Any, x_target: Any, y_source: Any, sample_weight: Any = None, lambda_: Any = None):
+        """`(total, label loss, label output on the source, {metric: value}, features)` of one batch, on
+        the caller's tape: what `train_step` differentiates (per replica), `lambda_` (default: the
+        schedule's next) behind every reversal."""
+        lambda_ = self.current_lambda() if lambda_ is None else lambda_
         n_source = tf.shape(x_source)[0]
         features = self.feature_extractor(tf.concat([x_source, x_target], 0), training=True)
         y_pred, adversarial_term, logs = self._adversarial_step(features, n_source, lambda_)
