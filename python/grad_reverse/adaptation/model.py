@@ -280,14 +280,14 @@ class AdversarialModel(keras.Model):
         self._schedule.total_steps.assign(int(total_steps))
         self._schedule.step.assign(int(step))
 
-    def objective(self, x_source: Any, x_target: Any, y_source: Any, sample_weight: Any = None, lambda_: Any = None):
-        """`(total, label loss, label output on the source, {metric: value}, features)` of one batch, on
-        the caller's tape: what `train_step` differentiates (per replica), `lambda_` (default: the
-        schedule's next) behind every reversal."""
+    def objective(
+        self, x_source: Any, x_target: Any, y_source: Any, sample_weight: Any = None, lambda_: Any = None
+    ) -> tuple:
+        """`(total, label loss, label output on the source, {metric: value}, features)` of one batch on the
+        caller's tape: what `train_step` differentiates (per replica), `lambda_` (default: the schedule's)."""
         lambda_ = self.current_lambda() if lambda_ is None else lambda_
-        n_source = tf.shape(x_source)[0]
         features = self.feature_extractor(tf.concat([x_source, x_target], 0), training=True)
-        y_pred, adversarial_term, logs = self._adversarial_step(features, n_source, lambda_)
+        y_pred, adversarial_term, logs = self._adversarial_step(features, tf.shape(x_source)[0], lambda_)
         label_loss = self.compute_loss(x=x_source, y=y_source, y_pred=y_pred, sample_weight=sample_weight)
         # Per replica: the optimizer sums the replicas' gradients.
         scaled_term = adversarial_term / tf.cast(replicas_in_sync(), tf.float32)
