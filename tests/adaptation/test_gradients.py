@@ -42,17 +42,28 @@ def feature_extractor() -> keras.Sequential:
     return dense(2, FEATURES, "tanh", seed=1)
 
 
-def ours(model, reduction=None) -> dict:
+def objective(model, y_source=None):
+    """`model.objective` on the batch (as tensors: Keras 2's compute_loss wants them) at LAMBDA."""
+    x_source, x_target, labels = batch()
+    y = labels if y_source is None else y_source
+    return model.objective(*(tf.constant(v) for v in (x_source, x_target, y)), None, tf.constant(LAMBDA))
+
+
+def gradients(model) -> dict:
     """{"features", "label_head", "adversary"}: the model's gradients of its objective, float64."""
-    extra = {} if reduction is None else {"domain_loss_reduction": reduction}
-    model.compile(keras.optimizers.SGD(0.0), keras.losses.SparseCategoricalCrossentropy(), **extra)
-    x_source, x_target, y_source = batch()
     adversary = model.adversarial_head if isinstance(model, MDD) else model.domain_head
     with tf.GradientTape() as tape:
-        total, _, _, _, features = model.objective(x_source, x_target, y_source, None, tf.constant(LAMBDA))
+        total, _, _, _, features = objective(model)
     grads = tape.gradient(total, [features, model.label_head.trainable_variables, adversary.trainable_variables])
     as64 = lambda values: [np.asarray(v, "float64") for v in values]  # noqa: E731
     return {"features": np.asarray(grads[0], "float64"), "label_head": as64(grads[1]), "adversary": as64(grads[2])}
+
+
+def ours(model, reduction=None, **compile_kwargs) -> dict:
+    if reduction is not None:
+        compile_kwargs["domain_loss_reduction"] = reduction
+    model.compile(keras.optimizers.SGD(0.0), keras.losses.SparseCategoricalCrossentropy(), **compile_kwargs)
+    return gradients(model)
 
 
 def weights(head) -> list:
@@ -202,18 +213,7 @@ def test_cdan_gradients_equal_a_hand_computation(method, reduction):
 
 def test_cdan_e_gradients_scale_with_the_domain_loss_weight():
     model = domain_model("cdan_e")
-    model.compile(keras.optimizers.SGD(0.0), keras.losses.SparseCategoricalCrossentropy(), domain_loss_weight=0.3)
-    x_source, x_target, y_source = batch()
-    with tf.GradientTape() as tape:
-        total, _, _, _, features = model.objective(x_source, x_target, y_source, None, tf.constant(LAMBDA))
-    grads = tape.gradient(
-        total, [features, model.label_head.trainable_variables, model.domain_head.trainable_variables]
-    )
-    got = {
-        "features": np.asarray(grads[0], "float64"),
-        "label_head": [np.asarray(g, "float64") for g in grads[1]],
-        "adversary": [np.asarray(g, "float64") for g in grads[2]],
-    }
+    got = ours(model, domain_loss_weight=0.3)
     expected = hand_domain_method(model, features_of(model), "mean_over_domains", 0.3, True, True)
     assert_same(got, expected, "CDAN+E, domain_loss_weight 0.3")
 
@@ -231,20 +231,9 @@ def test_mdd_gradients_equal_a_hand_computation(margin, trade_off):
         lambda_schedule="constant",
         lambda_max=LAMBDA,
     )
-    model.compile(
-        keras.optimizers.SGD(0.0), keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    )  # logits: the label loss's gradient is as label_loss_gradient has it
-    x_source, x_target, y_source = batch()
-    with tf.GradientTape() as tape:
-        total, _, _, _, features = model.objective(x_source, x_target, y_source, None, tf.constant(LAMBDA))
-    grads = tape.gradient(
-        total, [features, model.label_head.trainable_variables, model.adversarial_head.trainable_variables]
-    )
-    got = {
-        "features": np.asarray(grads[0], "float64"),
-        "label_head": [np.asarray(g, "float64") for g in grads[1]],
-        "adversary": [np.asarray(g, "float64") for g in grads[2]],
-    }
+    # Logits: the label loss's gradient is as label_loss_gradient has it.
+    model.compile(keras.optimizers.SGD(0.0), keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    got = gradients(model)
     assert_same(got, hand_mdd(model, features_of(model), margin, trade_off), f"MDD margin {margin}")
 
 
@@ -253,13 +242,12 @@ def test_mdd_regression_gives_the_label_head_no_gradient_from_the_transfer_term(
     adversary = dense(FEATURES, 2, "linear", seed=5)
     model = MDD(feature_extractor(), label_head, adversary, form="regression", lambda_schedule="constant")
     model.compile(keras.optimizers.SGD(0.0), "mse")
-    x_source, x_target, _ = batch()
     y_source = np.zeros((N_SOURCE, 2), "float32")
     with tf.GradientTape() as tape:
-        _, label_loss, _, _, _ = model.objective(x_source, x_target, y_source, None, tf.constant(LAMBDA))
+        _, label_loss, _, _, _ = objective(model, y_source)
     label_only = tape.gradient(label_loss, model.label_head.trainable_variables)
     with tf.GradientTape() as tape:
-        total, _, _, _, _ = model.objective(x_source, x_target, y_source, None, tf.constant(LAMBDA))
+        total, _, _, _, _ = objective(model, y_source)
     both = tape.gradient(total, model.label_head.trainable_variables)
     for a, b in zip(both, label_only):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-8)
