@@ -211,8 +211,16 @@ ADAPTATION_MUTANTS: tuple[Mutant, ...] = (
         name="cdan-probabilities-with-gradient",
         promise="CDAN's class probabilities enter the multilinear map without gradient",
         file="adaptation/cdan.py",
-        edits=(("probabilities = tf.stop_gradient(tf.exp(log_p))", "probabilities = tf.exp(log_p)"),),
-        tests=(T + "adaptation/test_cdan.py::test_the_class_probabilities_carry_no_gradient_into_the_label_head",),
+        edits=(
+            (
+                "self.conditioning_map(self._features_2d(features), tf.stop_gradient(probabilities))",
+                "self.conditioning_map(self._features_2d(features), probabilities)",
+            ),
+        ),
+        tests=(
+            T + "adaptation/test_cdan.py::test_the_class_probabilities_carry_no_gradient_into_the_label_head",
+            T + "adaptation/test_gradients.py::test_cdan_gradients_equal_a_hand_computation",
+        ),
     ),
     Mutant(
         name="cdan-entropy-weights-not-normalized",
@@ -220,7 +228,7 @@ ADAPTATION_MUTANTS: tuple[Mutant, ...] = (
         file="adaptation/cdan.py",
         edits=(
             (
-                "return tf.reduce_sum(w * losses) / mean_over_replicas(tf.reduce_sum(w))",
+                "return tf.reduce_sum(w * losses) / normalizer",
                 "return tf.reduce_sum(w * losses) / tf.cast(tf.size(w), tf.float32)",
             ),
         ),
@@ -236,7 +244,12 @@ ADAPTATION_MUTANTS: tuple[Mutant, ...] = (
         name="cdan-entropy-conditioning-ignored",
         promise="CDAN+E weighs each point's domain loss by 1 + exp(-H(g))",
         file="adaptation/cdan.py",
-        edits=(("weights = entropy_weights(probabilities) if self.entropy_conditioning else None", "weights = None"),),
+        edits=(
+            (
+                "weights = entropy_weights(probabilities, lambda_) if self.entropy_conditioning else None",
+                "weights = None",
+            ),
+        ),
         tests=(
             T
             + "adaptation/test_cdan.py::test_the_multilinear_domain_term_equals_a_hand_computation[sum_over_domains-True]",

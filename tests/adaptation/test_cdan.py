@@ -1,8 +1,9 @@
 """`grad_reverse.CDAN`: the logged domain term equals a hand computation (numpy,
 from the model's weights) on a batch of 2 source + 6 target points, for the
 multilinear and the randomized map, with and without entropy conditioning,
-for softmax and binary (one sigmoid unit) label heads; the conditioning
-carries no gradient into the label head; the domain head is built on the
+for softmax and binary (one sigmoid unit) label heads, by default at the
+authors' scale; plain CDAN's conditioning carries no gradient into the label
+head (the gradients in full: test_gradients.py); the domain head is built on the
 map's size; bad input gets errors naming what is accepted."""
 
 import numpy as np
@@ -85,11 +86,12 @@ def hand_domain_term(model: CDAN, entropy: bool, reduction: str, r=None) -> floa
         return float(np.sum(weights * losses) / np.sum(weights))
     s, t = slice(0, 2), slice(2, 8)
     source = np.sum(weights[s] * losses[s]) / np.sum(weights[s])
-    return float(source + np.sum(weights[t] * losses[t]) / np.sum(weights[t]))
+    both = source + np.sum(weights[t] * losses[t]) / np.sum(weights[t])
+    return float(0.5 * both if reduction == "mean_over_domains" else both)
 
 
 @pytest.mark.parametrize("entropy", [False, True])
-@pytest.mark.parametrize("reduction", ["sum_over_domains", "mean_over_batch"])
+@pytest.mark.parametrize("reduction", ["sum_over_domains", "mean_over_domains", "mean_over_batch"])
 def test_the_multilinear_domain_term_equals_a_hand_computation(entropy, reduction):
     model = CDAN(*parts(classes=3), entropy_conditioning=entropy)
     history = one_step(model, "sparse_categorical_crossentropy", domain_loss_reduction=reduction)
@@ -111,7 +113,17 @@ def test_a_binary_sigmoid_head_works_as_two_classes():
     model = CDAN(*parts(classes=1), entropy_conditioning=True)
     history = one_step(model, "binary_crossentropy")
     assert model.domain_head.get_weights()[0].shape == (2 * FEATURES, 1)
-    assert history["domain_loss"][0] == pytest.approx(hand_domain_term(model, True, "sum_over_domains"), rel=1e-5)
+    assert history["domain_loss"][0] == pytest.approx(hand_domain_term(model, True, "mean_over_domains"), rel=1e-5)
+
+
+@pytest.mark.parametrize("entropy", [False, True])
+def test_the_default_term_is_the_authors_half_the_sum_of_the_domains_means(entropy):
+    """thuml/CDAN: plain CDAN's binary cross-entropy is a mean over the half/half batch; CDAN+E's
+    weighted sum is divided by the weights' total, which its per-domain normalization makes 2."""
+    model = CDAN(*parts(classes=3), entropy_conditioning=entropy)
+    history = one_step(model, "sparse_categorical_crossentropy")
+    summed = hand_domain_term(model, entropy, "sum_over_domains")
+    assert history["domain_loss"][0] == pytest.approx(0.5 * summed, rel=1e-5)
 
 
 def test_the_randomized_map_equals_a_hand_computation_with_matrices_from_the_seed():
@@ -120,7 +132,7 @@ def test_the_randomized_map_equals_a_hand_computation_with_matrices_from_the_see
     assert model.domain_head.get_weights()[0].shape == (16, 1)
     rng = np.random.default_rng(7)
     r = rng.standard_normal((FEATURES, 16)).astype("float32"), rng.standard_normal((3, 16)).astype("float32")
-    expected = hand_domain_term(model, False, "sum_over_domains", r=tuple(m.astype("float64") for m in r))
+    expected = hand_domain_term(model, False, "mean_over_domains", r=tuple(m.astype("float64") for m in r))
     assert history["domain_loss"][0] == pytest.approx(expected, rel=1e-5)
 
 
@@ -131,12 +143,13 @@ def test_the_map_switches_to_randomized_above_4096_values():
 
 
 def test_the_class_probabilities_carry_no_gradient_into_the_label_head():
-    """One SGD step moves the label head as the label loss alone does (domain_loss_weight 0):
-    the domain term reaches the label head only through the conditioning, which has no gradient."""
+    """One SGD step of plain CDAN moves the label head as the label loss alone does (domain_loss_weight
+    0): the domain term reaches the label head only through the conditioning, which has no gradient
+    (CDAN+E's entropy weights carry one: tests/adaptation/test_gradients.py)."""
     moved = []
     for weight in (1.0, 0.0):
         model = CDAN(
-            *parts(classes=3, domain_inputs=3 * FEATURES), entropy_conditioning=True, lambda_schedule="constant"
+            *parts(classes=3, domain_inputs=3 * FEATURES), entropy_conditioning=False, lambda_schedule="constant"
         )
         x_source, y_source, x_target = points()
         model.compile(keras.optimizers.SGD(0.5), "sparse_categorical_crossentropy", domain_loss_weight=weight)

@@ -99,8 +99,8 @@ def test_the_default_margin_is_4_and_the_regression_form_is_the_mean_absolute_di
         4.0,
         1.0,
         0.1,
-        1.0,
-        "warm_start",
+        20.0,
+        "paper",
     )
     regression = MDD(*parts(2, "linear"), form="regression", margin=2.0)
     history = one_step(regression, "mse")
@@ -145,8 +145,21 @@ def test_the_feature_extractor_learns_the_transfer_term_through_the_reversal():
     np.testing.assert_allclose(twice, 2 * once, rtol=1e-3, atol=1e-7)
 
 
+def test_the_default_schedule_is_tllibs_warm_start_curve_over_the_fit():
+    """TLlib's warm start over its 20,000-step training, 0.1 (2 / (1 + exp(-i / 1000)) - 1),
+    is 0.1 (2 / (1 + exp(-20 p)) - 1) at progress p = i / 20000: here over the fit's progress."""
+    model = MDD(*parts(3, "softmax"))
+    x_source, y_source, x_target = points()
+    model.compile("sgd", "sparse_categorical_crossentropy")
+    history = model.fit(
+        x_source, y_source.astype("int32"), target=x_target, batch_size=8, epochs=3, steps_per_epoch=2, verbose=0
+    ).history
+    expected = [0.1 * (2 / (1 + np.exp(-20 * s / 5)) - 1) for s in (1, 3, 5)]  # the last step of each epoch
+    np.testing.assert_allclose(history["lambda"], expected, rtol=1e-5)
+
+
 def test_the_warm_start_schedule_is_tllibs():
-    model = MDD(*parts(3, "softmax"), warm_start_steps=4)
+    model = MDD(*parts(3, "softmax"), lambda_schedule="warm_start", gamma=1.0, warm_start_steps=4)
     x_source, y_source, x_target = points()
     model.compile("sgd", "sparse_categorical_crossentropy")
     history = model.fit(
@@ -174,6 +187,18 @@ def test_an_adversarial_head_of_another_shape_is_refused():
     x_source, y_source, x_target = points()
     with pytest.raises(ValueError, match=r"adversarial head must give the label head's output shape"):
         model.fit(x_source, y_source.astype("int32"), target=x_target, batch_size=8, verbose=0)
+
+
+@pytest.mark.parametrize("activation", ["linear", "sigmoid"])
+def test_an_adversarial_head_with_another_last_activation_is_refused_at_construction(activation):
+    """Its output would be decoded with the label head's activation (softmax here): misread silently."""
+    feature_extractor, label_head = parts(3, "softmax")
+    adversary = keras.Sequential([keras.Input((FEATURES,)), keras.layers.Dense(3, activation=activation)])
+    with pytest.raises(
+        ValueError, match=rf"adversarial head's last activation is '{activation}' but the label.*'softmax'"
+    ):
+        MDD(feature_extractor, label_head, adversarial_head=adversary)
+    MDD(feature_extractor, label_head, adversarial_head=adversary, form="regression")  # outputs compared as values
 
 
 def test_a_label_head_without_class_probabilities_is_refused_at_compile():

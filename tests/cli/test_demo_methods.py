@@ -65,6 +65,16 @@ def test_an_unknown_problem_or_method_is_refused_naming_the_choices(capsys, opti
     assert f"invalid choice: '{value}'" in err and choices in err, err
 
 
+def test_the_comparison_trains_cdan_and_mdd_at_the_scales_its_claims_were_measured_at():
+    """docs/demo.md: CDAN's term the DANN paper's sum (not its default, the authors' half of it), MDD's
+    lambda TLlib's fixed warm start (not its default ramp over the fit)."""
+    problem = PROBLEMS["blobs"](0)
+    for method in ("cdan", "cdan_e"):
+        assert method_runs.build(method, problem, 0)._domain_loss_reduction == "sum_over_domains"
+    mdd = method_runs.build("mdd", problem, 0)
+    assert (mdd.lambda_schedule, mdd.gamma, mdd.lambda_max, mdd.warm_start_steps) == ("warm_start", 1.0, 0.1, 1000)
+
+
 def test_the_problem_choices_are_the_problems():
     parser = demo_parser()
     (demo,) = parser._subparsers._group_actions[0].choices.values()

@@ -124,6 +124,7 @@ def compile_reversal(model, **kwargs) -> None:
         model.compile(keras.optimizers.SGD(1.0), loss="mse", **kwargs)
         return
     kwargs.setdefault("domain_loss_weight", 0.5)  # 0.5 * (source mean + target mean) of w: w
+    kwargs.setdefault("domain_loss_reduction", "sum_over_domains")  # DANN's default; CDAN's is half of it
     model.compile(keras.optimizers.SGD(1.0), loss="mse", domain_loss=identity_loss, **kwargs)
 
 

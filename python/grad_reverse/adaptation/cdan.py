@@ -2,8 +2,8 @@
 
     features = feature_extractor(x)
     label    = label_head(features)                  # what the model predicts
-    g        = class probabilities of label, without gradient
-    domain   = domain_head(GradReverse(lambda_)(T(features, g)))   # training only
+    g        = class probabilities of label
+    domain   = domain_head(GradReverse(lambda_)(T(features, stop_gradient(g))))   # training only
 
 `T` is the multilinear map `g ⊗ f` (flattened, class-major: entry
 `c * dim(f) + j` is `g_c f_j`), or the randomized multilinear map
@@ -11,14 +11,23 @@
 from `map_seed`) and `d = randomized_dim` (1024 by default). By default the
 randomized map is used when `dim(f) * classes > 4096`, the switch of
 Transfer-Learning-Library's examples. CDAN+E (`entropy_conditioning=True`)
-weighs each point's domain loss by `1 + exp(-H(g))`,
-`H(g) = -sum_c g_c log(g_c + 1e-5)`, normalized within each domain:
+weighs each point's domain loss by `w = 1 + exp(-H(g))`,
+`H(g) = -sum_c g_c log(g_c + 1e-5)`, normalized within each domain by the
+weights' sums taken without gradient. As in the authors' code (thuml/CDAN,
+`pytorch/loss.py`), `H` carries gradient, reversed with the same lambda as
+the domain head's input: the domain loss reaches the label head and the
+features through the entropy weights too, and the label head through
+nothing else (the map's `g` has no gradient). With the default
+`domain_loss_reduction="mean_over_domains"`, the authors' scale:
 
-    objective = label loss + domain_loss_weight * (sum_s w_s l_s / sum_s w_s + sum_t w_t l_t / sum_t w_t)
+    objective = label loss + domain_loss_weight * 0.5 * (sum_s w_s l_s / sum_s w_s + sum_t w_t l_t / sum_t w_t)
 
 with `l` the per-point domain loss (binary cross-entropy by default) of the
 source points `s` and the target points `t` (`weighted_domain_term`); without
-entropy conditioning, `w = 1`: DANN's domain term. The domain head, its loss
+entropy conditioning, `w = 1` (the authors' plain CDAN: the binary
+cross-entropy's mean over a half/half batch). `"sum_over_domains"` drops the
+0.5 (the DANN paper's sum); `"mean_over_batch"` normalizes over the whole batch
+(`sum w l / sum w`, Transfer-Learning-Library's). The domain head, its loss
 and compile arguments are `domain_head.DomainHeadModel`'s (shared with DANN);
 batches, the lambda schedule, optimizers and saving `model.AdversarialModel`'s.
 """
@@ -32,49 +41,58 @@ import numpy as np
 import tensorflow as tf
 
 from grad_reverse._keras import keras
-from grad_reverse.adaptation.domain_head import MEAN_OVER_BATCH, DomainHeadModel, domain_term
+from grad_reverse.adaptation.domain_head import MEAN_OVER_BATCH, MEAN_OVER_DOMAINS, DomainHeadModel, domain_term
 from grad_reverse.adaptation.model import class_log_probabilities
 from grad_reverse.adaptation.parts import tell_from_logits
+from grad_reverse.ops import grad_reverse
 
 RANDOMIZED_SWITCH = 4096  # dim(f) * classes above which `randomized=None` picks the randomized map
 MAX_MULTILINEAR_SIZE = 1 << 20  # per point: 4 MiB of float32 for each point of a batch
 ENTROPY_EPSILON = 1e-5  # inside the log of H(g), as Transfer-Learning-Library's entropy
 
 
-def entropy_weights(probabilities: tf.Tensor) -> tf.Tensor:
-    """CDAN+E's per-point weights `1 + exp(-H(g))`, `H(g) = -sum_c g_c log(g_c + 1e-5)`."""
+def entropy_weights(probabilities: tf.Tensor, lambda_: Any = None) -> tf.Tensor:
+    """CDAN+E's per-point weights `1 + exp(-H(g))`, `H(g) = -sum_c g_c log(g_c + 1e-5)`;
+    with `lambda_`, the gradient reaching `H` is reversed and scaled by it (the authors'
+    `entropy.register_hook(grl_hook(coeff))`): the label head and the features learn to
+    make the weights' domain loss larger, as the features do through the domain head."""
     entropy = -tf.reduce_sum(probabilities * tf.math.log(probabilities + ENTROPY_EPSILON), axis=-1)
+    if lambda_ is not None:
+        entropy = grad_reverse(entropy, lambda_)
     return 1.0 + tf.exp(-entropy)
 
 
 def mean_over_replicas(value: tf.Tensor) -> tf.Tensor:
-    """`value` averaged over the replicas in sync (itself outside tf.distribute), without gradient:
+    """`value` averaged over the replicas in sync (itself outside tf.distribute):
     CDAN+E normalizes its weights by the whole global batch's, not by each replica's share."""
     context = tf.distribute.get_replica_context()
     if context is None or context.num_replicas_in_sync == 1:
         return value
-    return tf.stop_gradient(context.all_reduce("mean", value))
+    return context.all_reduce("mean", value)
 
 
 def weighted_domain_term(per_point: tf.Tensor, weights: tf.Tensor, n_source: tf.Tensor, reduction: str) -> tf.Tensor:
     """The domain term with per-point weights (CDAN+E's entropy weights), normalized
-    within each domain for `"sum_over_domains"` (the weighted source mean plus the
-    weighted target mean, as CDAN's authors' code normalizes them), over the batch
-    for `"mean_over_batch"` (`sum(w * loss) / sum(w)`, Transfer-Learning-Library's)."""
+    within each domain for `"mean_over_domains"` (half the weighted source mean plus
+    half the weighted target mean: the authors' code) and `"sum_over_domains"` (their
+    sum), over the batch for `"mean_over_batch"` (`sum(w * loss) / sum(w)`,
+    Transfer-Learning-Library's). The normalizers carry no gradient (the authors'
+    `.detach()`): the weights' gradient is that of `sum(w * loss)` over a constant."""
     weights = tf.reshape(tf.cast(weights, tf.float32), [-1])
 
     def weighted_mean(w: tf.Tensor, losses: tf.Tensor) -> tf.Tensor:
         # Under tf.distribute a replica holds a share of the global batch: its weights are
         # normalized by the mean over the replicas of their sums, so that the replicas'
         # terms, averaged, are the global batch's weighted mean.
-        return tf.reduce_sum(w * losses) / mean_over_replicas(tf.reduce_sum(w))
+        normalizer = tf.stop_gradient(mean_over_replicas(tf.reduce_sum(w)))
+        return tf.reduce_sum(w * losses) / normalizer
 
     if reduction == MEAN_OVER_BATCH:
         return weighted_mean(weights, per_point)
-
-    return weighted_mean(weights[:n_source], per_point[:n_source]) + weighted_mean(
+    both = weighted_mean(weights[:n_source], per_point[:n_source]) + weighted_mean(
         weights[n_source:], per_point[n_source:]
     )
+    return 0.5 * both if reduction == MEAN_OVER_DOMAINS else both
 
 
 def multilinear_map(features: tf.Tensor, probabilities: tf.Tensor) -> tf.Tensor:
@@ -123,18 +141,21 @@ class CDAN(DomainHeadModel):
       domain_head: the map's output -> one value per point, P(target) or its
         logit. An unbuilt Keras model (no `Input`) is built on the map's size
         when `fit` starts; a built one must take that size.
-      entropy_conditioning: CDAN+E: weigh the domain loss by `1 + exp(-H(g))`.
+      entropy_conditioning: CDAN+E: weigh the domain loss by `1 + exp(-H(g))`,
+        whose gradient reaches the label head and features reversed (the authors').
       randomized: the randomized multilinear map (True), the full one
         (False), or by size (None: randomized when dim(f) * classes > 4096).
       randomized_dim: the randomized map's output size (1024).
       map_seed: the seed of the randomized map's matrices (saved with the model).
       lambda_max, gamma, lambda_schedule: as `DANN`'s.
 
-    `compile` takes DANN's arguments, and `label_from_logits` when the label
-    head's last activation does not tell whether it outputs logits.
+    `compile` takes DANN's arguments (`domain_loss_reduction` by default
+    `"mean_over_domains"`, the authors' scale), and `label_from_logits` when the
+    label head's last activation does not tell whether it outputs logits.
     """
 
     METHOD = "CDAN"
+    DEFAULT_REDUCTION = MEAN_OVER_DOMAINS  # the authors' scale: half the DANN paper's sum
 
     def __init__(
         self,
@@ -220,10 +241,11 @@ class CDAN(DomainHeadModel):
     def _adversarial_step(self, features: tf.Tensor, n_source: tf.Tensor, lambda_: tf.Tensor) -> tuple:
         y_all = self.label_head(features, training=True)
         log_p = class_log_probabilities(self.METHOD, y_all, self._label_from_logits, self._label_activation)
-        probabilities = tf.stop_gradient(tf.exp(log_p))  # the conditioning has no gradient
-        mapped = self.conditioning_map(self._features_2d(features), probabilities)
+        probabilities = tf.exp(log_p)
+        # The map's conditioning has no gradient; the entropy weights' has, reversed.
+        mapped = self.conditioning_map(self._features_2d(features), tf.stop_gradient(probabilities))
         domain_pred = self._domain_prediction(mapped, lambda_)
-        weights = entropy_weights(probabilities) if self.entropy_conditioning else None
+        weights = entropy_weights(probabilities, lambda_) if self.entropy_conditioning else None
         per_point, domain_accuracy = self._domain_losses(domain_pred, n_source)
         reduction = self._domain_loss_reduction
         domain_loss = (

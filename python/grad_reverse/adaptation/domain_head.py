@@ -16,11 +16,19 @@ losses of a batch:
 
 * `"sum_over_domains"` (the default): the paper's sum of the two means, for
   any split of the batch; each domain counts the same whatever its share.
+* `"mean_over_domains"` (CDAN's default): half the paper's term,
+  `0.5 * (source mean + target mean)`, for any split: CDAN's authors' scale
+  (their binary cross-entropy's mean over half/half batches, and half the
+  sum of CDAN+E's per-domain weighted means) and Transfer-Learning-Library's
+  `DomainAdversarialLoss`.
 * `"mean_over_batch"`: one mean over all the batch's points. With half/half
-  batches it is half the paper's term, `0.5 * (source mean + target mean)`,
-  the convention of Transfer-Learning-Library; with other splits each
-  domain counts by its share of the batch.
+  batches it equals `"mean_over_domains"`; with other splits each domain
+  counts by its share of the batch.
 
+Which gradient reaches which part (as in the authors' code): the domain head
+gets `domain_loss_weight` times the term's gradient; the features the same
+through the domain head, reversed and scaled by lambda; the label head none
+(DANN), or only through CDAN+E's entropy weights (`cdan.py`).
 CDAN's per-point weights (CDAN+E) are CDAN's own (`cdan.weighted_domain_term`).
 """
 
@@ -36,8 +44,9 @@ from grad_reverse.adaptation.model import AdversarialModel
 from grad_reverse.adaptation.parts import activation_name, check_part
 
 SUM_OVER_DOMAINS = "sum_over_domains"
+MEAN_OVER_DOMAINS = "mean_over_domains"
 MEAN_OVER_BATCH = "mean_over_batch"
-DOMAIN_LOSS_REDUCTIONS = (SUM_OVER_DOMAINS, MEAN_OVER_BATCH)
+DOMAIN_LOSS_REDUCTIONS = (SUM_OVER_DOMAINS, MEAN_OVER_DOMAINS, MEAN_OVER_BATCH)
 
 
 def check_reduction(reduction: str, method: str) -> str:
@@ -68,7 +77,8 @@ def domain_term(per_point: tf.Tensor, n_source: tf.Tensor, reduction: str) -> tf
     """The batch's domain term: `per_point[:n_source]` are the source points, the rest the target's."""
     if reduction == MEAN_OVER_BATCH:
         return tf.reduce_mean(per_point)
-    return tf.reduce_mean(per_point[:n_source]) + tf.reduce_mean(per_point[n_source:])
+    both = tf.reduce_mean(per_point[:n_source]) + tf.reduce_mean(per_point[n_source:])
+    return 0.5 * both if reduction == MEAN_OVER_DOMAINS else both
 
 
 def domain_accuracy(domain_true: tf.Tensor, domain_pred: tf.Tensor, from_logits: bool) -> tf.Tensor:
@@ -95,6 +105,7 @@ class DomainHeadModel(AdversarialModel):
     PARTS = ("feature_extractor", "label_head", "domain_head")
     OWN_OPTIMIZER_PARTS = ("feature_extractor", "domain_head")
     METRIC_NAMES = DOMAIN_METRICS
+    DEFAULT_REDUCTION = SUM_OVER_DOMAINS  # the method's domain term by default (DANN: the paper's)
 
     def __init__(
         self,
@@ -114,7 +125,7 @@ class DomainHeadModel(AdversarialModel):
         self._domain_loss: Any = None
         self._domain_from_logits = False
         self._domain_loss_weight = 1.0
-        self._domain_loss_reduction = SUM_OVER_DOMAINS
+        self._domain_loss_reduction = self.DEFAULT_REDUCTION
 
     def compile(
         self,
@@ -125,7 +136,7 @@ class DomainHeadModel(AdversarialModel):
         domain_loss: Any = None,
         domain_loss_weight: float = 1.0,
         domain_from_logits: Optional[bool] = None,
-        domain_loss_reduction: str = SUM_OVER_DOMAINS,
+        domain_loss_reduction: Optional[str] = None,
         part_optimizers: Optional[dict] = None,
         **kwargs: Any,
     ) -> None:
@@ -140,10 +151,12 @@ class DomainHeadModel(AdversarialModel):
           domain_from_logits: whether the domain head outputs logits; by
             default told from its last activation (linear: logits; sigmoid:
             probabilities); needed when it cannot be told.
-          domain_loss_reduction: `"sum_over_domains"` (the paper's: the mean
-            domain loss over the source points plus the mean over the target
-            points) or `"mean_over_batch"` (one mean over the batch's points;
-            half the paper's term with half/half batches).
+          domain_loss_reduction: `"sum_over_domains"` (the DANN paper's: the
+            mean domain loss over the source points plus the mean over the
+            target points; DANN's default), `"mean_over_domains"` (half that
+            sum: CDAN's authors' scale, CDAN's default) or `"mean_over_batch"`
+            (one mean over the batch's points; `"mean_over_domains"` with
+            half/half batches); None: the method's default.
           part_optimizers: `{"feature_extractor": ..., "domain_head": ...}`
             (either or both): the part's own optimizer, or a number: the
             model's optimizer at that multiple of its learning rate (see
@@ -173,10 +186,12 @@ class DomainHeadModel(AdversarialModel):
         domain_loss: Any = None,
         domain_loss_weight: float = 1.0,
         domain_from_logits: Optional[bool] = None,
-        domain_loss_reduction: str = SUM_OVER_DOMAINS,
+        domain_loss_reduction: Optional[str] = None,
         **others: Any,
     ) -> None:
         method = self.METHOD
+        if domain_loss_reduction is None:
+            domain_loss_reduction = self.DEFAULT_REDUCTION
         self._domain_loss_reduction = check_reduction(domain_loss_reduction, method)
         if domain_from_logits is None:
             activation = activation_name(self.domain_head)

@@ -18,8 +18,18 @@ difference of the adversary's output from the label head's (no gradient).
 These are Transfer-Learning-Library's `ClassificationMarginDisparityDiscrepancy`
 and `RegressionMarginDisparityDiscrepancy` (negated: TLlib trains `-mdd`),
 with the source and target means taken separately, so the shares may differ.
-The default lambda schedule is TLlib's warm start: up to 0.1, steepness 1,
-over 1000 steps (`grad_reverse.schedule.warm_start_lambda`).
+Gradients, as TLlib's: the label head gets none from `transfer` (`h(x)` is an
+argmax; the regression form's label output is taken without gradient); the
+adversarial head gets `trade_off` times its gradient; the features the same
+through the adversary, reversed and scaled by lambda. The adversary's output
+is read as the label head's is, so its last activation must be the same.
+
+The default lambda schedule is TLlib's curve over its reference training,
+stretched to each fit: TLlib's warm start to 0.1 with steepness 1 over 1000
+steps, in its 20,000-step trainings, is `0.1 * (2 / (1 + exp(-20 p)) - 1)` at
+progress `p`; here the ramp over the fit's progress with gamma 20 (0.0987 a
+quarter into the fit). TLlib's fixed horizon stays available:
+`lambda_schedule="warm_start", gamma=1, warm_start_steps=1000`.
 """
 
 from __future__ import annotations
@@ -31,9 +41,8 @@ import tensorflow as tf
 from grad_reverse._keras import keras
 from grad_reverse.adaptation.data import finite
 from grad_reverse.adaptation.model import AdversarialModel, class_log_probabilities
-from grad_reverse.adaptation.parts import check_part, tell_from_logits
+from grad_reverse.adaptation.parts import activation_name, check_part, tell_from_logits
 from grad_reverse.ops import grad_reverse
-from grad_reverse.schedule import DEFAULT_WARM_START_STEPS
 
 FORMS = ("classification", "regression")
 DEFAULT_MARGINS = {"classification": 4.0, "regression": 1.0}  # TLlib's
@@ -52,6 +61,18 @@ def copy_of(label_head: Any) -> Any:
             f"({type(error).__name__}: {error}); pass one: MDD(..., adversarial_head=<a Keras "
             "model with the label head's output shape>)"
         ) from error
+
+
+def check_same_activation(label_head: Any, adversarial_head: Any) -> None:
+    """A ValueError when the adversarial head's last activation is known and differs from the label
+    head's: its output is decoded as the label head's (softmax, logits, one sigmoid unit)."""
+    label, adversary = activation_name(label_head), activation_name(adversarial_head)
+    if label is not None and adversary is not None and label != adversary:
+        raise ValueError(
+            f"MDD: the adversarial head's last activation is {adversary!r} but the label head's is {label!r}; "
+            "its output is read as the label head's (probabilities or logits), so it must end the same way: "
+            f"pass an adversarial head whose last activation is {label!r} (or none: a copy of the label head)"
+        )
 
 
 def classification_disparities(log_p: tf.Tensor, log_p_adv: tf.Tensor, n_source: tf.Tensor) -> tuple:
@@ -85,7 +106,8 @@ class MDD(AdversarialModel):
       trade_off: eta, the transfer term's weight in the objective.
       form: `"classification"` or `"regression"`.
       lambda_max, gamma, lambda_schedule, warm_start_steps: the reversal's
-        schedule (see `grad_reverse.schedule`); default TLlib's warm start to 0.1.
+        schedule (see `grad_reverse.schedule`); default the ramp to 0.1 over the
+        fit's progress with gamma 20 (TLlib's warm start over its 20,000 steps).
 
     `compile(optimizer, loss, metrics, part_optimizers=..., label_from_logits=...)`;
     parts with their own optimizer: `feature_extractor`, `adversarial_head`.
@@ -107,9 +129,9 @@ class MDD(AdversarialModel):
         trade_off: float = 1.0,
         form: str = "classification",
         lambda_max: float = 0.1,
-        gamma: float = 1.0,
-        lambda_schedule: str = "warm_start",
-        warm_start_steps: Optional[int] = DEFAULT_WARM_START_STEPS,
+        gamma: float = 20.0,
+        lambda_schedule: str = "paper",
+        warm_start_steps: Optional[int] = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(
@@ -132,6 +154,8 @@ class MDD(AdversarialModel):
         if adversarial_head is None:
             adversarial_head = copy_of(label_head)
         self.adversarial_head = check_part("MDD", "adversarial_head", adversarial_head)
+        if form == "classification":
+            check_same_activation(label_head, self.adversarial_head)
         self.margin = margin
         self.trade_off = finite("MDD: trade_off", trade_off)
         self.form = form

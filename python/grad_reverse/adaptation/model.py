@@ -280,6 +280,20 @@ class AdversarialModel(keras.Model):
         self._schedule.total_steps.assign(int(total_steps))
         self._schedule.step.assign(int(step))
 
+    def objective(
+        self, x_source: Any, x_target: Any, y_source: Any, sample_weight: Any = None, lambda_: Any = None
+    ) -> tuple:
+        """`(total, label loss, label output on the source, {metric: value}, features)` of one batch on the
+        caller's tape: what `train_step` differentiates (per replica), `lambda_` (default: the schedule's)."""
+        lambda_ = self.current_lambda() if lambda_ is None else lambda_
+        features = self.feature_extractor(tf.concat([x_source, x_target], 0), training=True)
+        y_pred, adversarial_term, logs = self._adversarial_step(features, tf.shape(x_source)[0], lambda_)
+        label_loss = self.compute_loss(x=x_source, y=y_source, y_pred=y_pred, sample_weight=sample_weight)
+        # Per replica: the optimizer sums the replicas' gradients.
+        scaled_term = adversarial_term / tf.cast(replicas_in_sync(), tf.float32)
+        total = tf.cast(label_loss, tf.float32) + self._adversarial_weight() * scaled_term
+        return total, label_loss, y_pred, logs, features
+
     def train_step(self, data: Any) -> dict:
         if not self._compiled_for_adaptation:
             raise RuntimeError(f"{self.METHOD}: compile() the model before training it")
@@ -292,12 +306,7 @@ class AdversarialModel(keras.Model):
         n_source = tf.shape(x_source)[0]
         lambda_ = self.current_lambda()
         with tf.GradientTape() as tape:
-            features = self.feature_extractor(tf.concat([x_source, x_target], 0), training=True)
-            y_pred, adversarial_term, logs = self._adversarial_step(features, n_source, lambda_)
-            label_loss = self.compute_loss(x=x_source, y=y_source, y_pred=y_pred, sample_weight=sample_weight)
-            # Per replica: the optimizer sums the replicas' gradients.
-            scaled_term = adversarial_term / tf.cast(replicas_in_sync(), tf.float32)
-            total = tf.cast(label_loss, tf.float32) + self._adversarial_weight() * scaled_term
+            total, label_loss, y_pred, logs, _ = self.objective(x_source, x_target, y_source, sample_weight, lambda_)
             total = loss_for_gradients(self, total)
         if self._part_optimizers():
             apply_per_optimizer(tape, total, optimizer_groups(self, self._part_optimizers()))
