@@ -44,6 +44,7 @@ from grad_reverse._library_choice import (
     chosen,
     series,
 )
+from grad_reverse._library_choice import _release as release_of
 from grad_reverse._user_warning import warn_at_user
 
 # What dlopen reports for a function no loaded library defines.
@@ -87,6 +88,17 @@ def load_library(directory: Optional[Path] = None) -> tuple[ModuleType, dict[str
             f"the TensorFlow minor release it is loaded into. Rebuild it here with "
             f"`pip install --force-reinstall --no-deps .` from the source tree, or "
             f"install TensorFlow {series(str(built))}."
+        )
+    oldest = info.get("oldest_tensorflow") if stable else None
+    if oldest and release_of(running) is not None and release_of(running) < (release_of(str(oldest)) or (0, 0)):
+        # A source build's stable library, built against a newer release
+        # than this one: it may bind what this release lacks (dlopen would
+        # say only "version `tensorflow' not found").
+        raise ImportError(
+            f"grad_reverse: the stable-ABI library {library} was built against TensorFlow {built} "
+            f"({info.get('headers_note') or 'a source build'}), but this process runs TensorFlow "
+            f"{running}. Rebuild it here with `pip install --force-reinstall --no-deps .` from the "
+            f"source tree, or install TensorFlow {oldest} or newer."
         )
     problem = elf_problem(library)
     if problem:

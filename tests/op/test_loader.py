@@ -218,3 +218,36 @@ def test_xla_kernels_are_compiled_in_or_the_build_record_says_why_not():
     # tf2xla headers cannot be compiled against); here: never silently.
     build = grad_reverse.BUILD_INFO
     assert build["xla"] or build.get("xla_note"), build
+
+
+def test_a_stable_library_built_against_a_newer_release_is_refused_before_loading(tmp_path):
+    # A source build's stable library (against the running release) moved to
+    # an older TensorFlow; not an ELF file, so only the check can give this message.
+    (tmp_path / _library_choice.LIBRARY_NAME).write_bytes(b"not an ELF file")
+    (tmp_path / _library_choice.BUILD_INFO_NAME).write_text(
+        json.dumps({"abi": "stable", "tensorflow_version": "2.99.0", "oldest_tensorflow": "2.99", "xla": False})
+    )
+    with pytest.raises(ImportError) as error:
+        _loader.load_library(tmp_path)
+    message = str(error.value)
+    assert "built against TensorFlow 2.99.0" in message and f"runs TensorFlow {tf.__version__}" in message
+    assert "install TensorFlow 2.99 or newer" in message
+
+
+@pytest.mark.parametrize(
+    "record, expected",
+    [
+        (
+            {"built_for": "source build", "tensorflow_version": "2.22.0", "oldest_tensorflow": "2.22"},
+            "2.22.0 and newer (a source build: against the running release's TensorFlow C API)",
+        ),
+        (
+            {"built_for": "portable wheel", "tensorflow_version": "2.15.1", "oldest_tensorflow": "2.15"},
+            "any from 2.15 on (TensorFlow's C API; headers of 2.15.1)",
+        ),
+    ],
+)
+def test_info_says_which_releases_the_stable_library_loads_into(record, expected):
+    from grad_reverse import info
+
+    assert info._stable_built_against(record, "2.15") == expected
