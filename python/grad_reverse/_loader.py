@@ -41,7 +41,9 @@ from grad_reverse._library_choice import (
     BUILD_INFO_NAME,
     LIBRARY_NAME,
     STABLE,
+    Choice,
     chosen,
+    fall_back_to_stable,
     series,
 )
 from grad_reverse._library_choice import _release as release_of
@@ -49,6 +51,7 @@ from grad_reverse._user_warning import warn_at_user
 
 # What dlopen reports for a function no loaded library defines.
 _MISSING_C_FUNCTION = re.compile(r"undefined symbol: (TF_\w+)")
+_UNDEFINED_SYMBOL = re.compile(r"undefined symbol: ([\w.$@]+)")
 
 
 def read_build_info(directory: Path) -> dict[str, Any]:
@@ -68,13 +71,35 @@ def load_library(directory: Optional[Path] = None) -> tuple[ModuleType, dict[str
 
     `directory` holds one library and its record; by default the folder
     `chosen()` names for this process, whose warning (if any) is given here,
-    once, and whose kind and reason are added to the record as "library"."""
-    choice = None
-    if directory is None:
-        choice = chosen()
-        directory = choice.directory
-        if choice.warning:
-            warn_at_user(choice.warning)  # at the user's import, not at ops.py
+    once, and whose kind and reason are added to the record as "library".
+    In `auto` mode, a C++ library that dlopen refuses for an undefined symbol
+    (this TensorFlow moved a C++ symbol it was linked against) is replaced by
+    the stable-ABI library, with a warning naming the symbol; in `release`
+    mode that is an ImportError."""
+    if directory is not None:
+        return _load(directory, None)
+    choice = chosen()
+    if choice.warning:
+        warn_at_user(choice.warning)  # at the user's import, not at ops.py
+    try:
+        return _load(choice.directory, choice)
+    except _CppAbiMismatch as mismatch:
+        # `auto` only (choice.fallback): `release` keeps the error.
+        fallback = fall_back_to_stable(choice, mismatch.symbol)
+        warn_at_user(fallback.warning)
+        return _load(fallback.directory, fallback)
+
+
+class _CppAbiMismatch(ImportError):
+    """A C++ library that dlopen refused for a symbol this TensorFlow does not
+    define, where the stable library may be loaded instead."""
+
+    def __init__(self, message: str, symbol: str) -> None:
+        super().__init__(message)
+        self.symbol = symbol
+
+
+def _load(directory: Path, choice: Optional[Choice]) -> tuple[ModuleType, dict[str, Any]]:
     library = directory / LIBRARY_NAME
     if not library.is_file():
         raise ImportError(f"grad_reverse: the native op library was not found at {library}. {BUILD_HINT}")
@@ -117,12 +142,18 @@ def load_library(directory: Optional[Path] = None) -> tuple[ModuleType, dict[str
                 f"broke TensorFlow's stable C API. Install a TensorFlow that grad-reverse supports "
                 f"({OLDEST} to {NEWEST}), and report it to grad-reverse."
             ) from None
-        # What dlopen says of a truncated or corrupted file ("file too short",
-        # "invalid ELF header", a missing symbol).
-        raise ImportError(
+        message = (
             f"grad_reverse: the native op library {library} cannot be loaded: "
             f"{str(error).strip()}. The installation is damaged: reinstall grad-reverse."
-        ) from None
+        )
+        undefined = _UNDEFINED_SYMBOL.search(str(error))
+        # dlopen refuses the whole library before any of its code runs, so
+        # no op of it was registered and the stable one can still load.
+        if choice is not None and choice.fallback is not None and undefined:
+            raise _CppAbiMismatch(message, undefined.group(1)) from None
+        # What dlopen says of a truncated or corrupted file ("file too short",
+        # "invalid ELF header", a missing symbol).
+        raise ImportError(message) from None
     if stable:
         configure_stable(library)
     if info.get("xla"):

@@ -251,3 +251,54 @@ def test_info_says_which_releases_the_stable_library_loads_into(record, expected
     from grad_reverse import info
 
     assert info._stable_built_against(record, "2.15") == expected
+
+
+MOVED_SYMBOL = "_ZN10tensorflow27GradReverseProbeMovedSymbolEv"  # tensorflow::GradReverseProbeMovedSymbol()
+
+
+@pytest.mark.parametrize("mode", ["auto", "release"])
+def test_a_cpp_library_needing_a_missing_cpp_symbol_falls_back_to_the_stable_library_in_auto(tmp_path, mode):
+    """The running release's C++ library replaced by one (built here) that
+    imports a C++ symbol no TensorFlow defines, as a library linked against
+    another build of this release would: `auto` loads the stable library and
+    warns naming the symbol, and the op runs; `release` is an ImportError."""
+    held = _library_choice.LIBRARIES_DIR / f"tf{_library_choice.series(tf.__version__)}"
+    if not (held.is_dir() and _library_choice.has_stable()):
+        pytest.skip("needs this TensorFlow's C++ library and the stable-ABI library")
+    compiler = shutil.which("c++") or shutil.which("g++")
+    if compiler is None:
+        pytest.skip("no C++ compiler to build the library that imports a missing C++ symbol")
+    copy = tmp_path / "grad_reverse"
+    shutil.copytree(Path(grad_reverse.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    source = tmp_path / "moved.cc"
+    source.write_text(
+        "namespace tensorflow { void GradReverseProbeMovedSymbol(); }\n"
+        "static int touched = (tensorflow::GradReverseProbeMovedSymbol(), 0);\n"
+    )
+    library = copy / "_libs" / held.name / _library_choice.LIBRARY_NAME
+    subprocess.run([compiler, "-shared", "-fPIC", "-o", str(library), str(source)], check=True, capture_output=True)
+    code = (
+        "import grad_reverse, tensorflow as tf\n"
+        "print(grad_reverse.BUILD_INFO['library']['kind'])\n"
+        "x = tf.constant([1.0, -2.0])\n"
+        "with tf.GradientTape() as tape:\n"
+        "    tape.watch(x)\n"
+        "    y = grad_reverse.grad_reverse(x, 0.5)\n"
+        "print(tape.gradient(y, x).numpy().tolist())\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"PYTHONPATH": str(tmp_path), "TF_CPP_MIN_LOG_LEVEL": "2", "GRAD_REVERSE_LIBRARY": mode},
+    )
+    if mode == "release":
+        assert result.returncode == 1, result.stdout
+        assert f"{library} cannot be loaded" in result.stderr and MOVED_SYMBOL in result.stderr, result.stderr[-2000:]
+        return
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == ["stable", "[-0.5,", "-0.5]"], result.stdout
+    warning = next(line for line in result.stderr.splitlines() if "RuntimeWarning" in line)
+    assert f"undefined symbol {MOVED_SYMBOL}" in warning and "Using the stable-ABI library instead" in warning
