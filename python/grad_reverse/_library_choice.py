@@ -82,13 +82,19 @@ def library_dir(libraries_dir: Path = LIBRARIES_DIR, running: Optional[str] = No
             ", or build grad-reverse from source against this TensorFlow "
             "(`pip install --no-deps --force-reinstall .` in the grad-reverse source tree)"
         )
+    elif release is not None and release > SUPPORTED[1]:
+        other_way = (
+            f"; TensorFlow {wanted} is newer than the releases with C++ libraries, and is served by "
+            f"the stable-ABI library: unset {options.LIBRARY_VARIABLE} (auto) where the installation holds it"
+        )
     else:
-        other_way = f"; TensorFlow {wanted} is outside the supported range"
+        other_way = f"; TensorFlow {wanted} is older than the supported range"
     choices = " or ".join(held) if len(held) < 3 else f"{held[0]} to {held[-1]}"
     raise ImportError(
         f"grad_reverse: this process runs TensorFlow {running}, but this installation of "
         f"grad-reverse holds op libraries for TensorFlow {', '.join(held)} only (in "
-        f"{libraries_dir}); grad-reverse supports TensorFlow {OLDEST} to {NEWEST}, and a custom "
+        f"{libraries_dir}); grad-reverse has C++ libraries for TensorFlow {OLDEST} to {NEWEST} (and its "
+        f"stable-ABI library for any later release), and a C++ custom "
         f"op must be compiled for the TensorFlow minor release it is loaded into. Install "
         f'TensorFlow {choices} (for example `pip install "tensorflow-cpu=={held[-1]}.*"`)'
         f"{other_way}."

@@ -27,7 +27,8 @@ except ModuleNotFoundError as error:
     if error.name != "tensorflow":
         raise
     raise ImportError(
-        "grad_reverse needs TensorFlow 2.15 to 2.21, and none is installed here: "
+        "grad_reverse needs TensorFlow 2.15 or newer (its own C++ libraries for 2.15 to 2.21, its "
+        "stable-ABI library for any later release), and none is installed here: "
         '`pip install tensorflow` (with GPU support on Linux: `pip install "tensorflow[and-cuda]"`) '
         "or `pip install tensorflow-cpu`, then import grad_reverse again."
     ) from None
@@ -139,8 +140,8 @@ def _load(directory: Path, choice: Optional[Choice]) -> tuple[ModuleType, dict[s
             raise ImportError(
                 f"grad_reverse: TensorFlow {running} does not export the C API function "
                 f"{missing.group(1)}, which the stable-ABI library {library} calls: this release "
-                f"broke TensorFlow's stable C API. Install a TensorFlow that grad-reverse supports "
-                f"({OLDEST} to {NEWEST}), and report it to grad-reverse."
+                f"broke TensorFlow's stable C API. Install a TensorFlow that grad-reverse has C++ "
+                f"libraries for ({OLDEST} to {NEWEST}), and report it to grad-reverse."
             ) from None
         message = (
             f"grad_reverse: the native op library {library} cannot be loaded: "
