@@ -249,7 +249,7 @@ def test_forcing_either_kind_takes_it_without_a_warning(tmp_path):
 
 def test_without_a_stable_library_a_newer_tensorflow_gets_todays_message(tmp_path):
     libraries = fake_libraries(tmp_path, "tf2.21")
-    with pytest.raises(ImportError, match="TensorFlow 2.23 is newer than the releases with C\+\+ libraries"):
+    with pytest.raises(ImportError, match=r"TensorFlow 2.23 is newer than the releases with C\+\+ libraries"):
         _library_choice.choose_library(libraries, running="2.23.0", mode="auto")
     with pytest.raises(ImportError, match="GRAD_REVERSE_LIBRARY=stable, but this installation has no stable"):
         _library_choice.choose_library(libraries, running="2.21.0", mode="stable")
