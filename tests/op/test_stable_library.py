@@ -326,7 +326,7 @@ OTHER_PYTHON = os.environ.get("GRAD_REVERSE_OTHER_TENSORFLOW_PYTHON")
 @pytest.mark.skipif(
     not OTHER_PYTHON,
     reason="GRAD_REVERSE_OTHER_TENSORFLOW_PYTHON names no Python of another "
-    "TensorFlow with grad_reverse (CI's nightly row sets it)",
+    "TensorFlow with grad_reverse (CI's release-candidate row sets it)",
 )
 @pytest.mark.parametrize("direction", ["exported there, loaded here", "exported here, loaded there"])
 def test_a_savedmodel_moves_between_two_tensorflow_releases(tmp_path, direction):
@@ -355,7 +355,7 @@ STABLE_BY_DEFAULT = _library_choice._release(tf.__version__) > _library_choice.S
 
 @pytest.mark.skipif(
     not STABLE_BY_DEFAULT,
-    reason="this TensorFlow has a C++ library here, or is inside the tested range (CI's nightly row runs this test)",
+    reason="this TensorFlow has a C++ library here, or is inside the tested range (CI's release-candidate row runs this test)",
 )
 def test_a_newer_tensorflow_warns_once_at_import_and_info_names_the_stable_library(tmp_path):
     code = """
