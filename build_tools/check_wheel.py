@@ -17,7 +17,11 @@ for an op library its build record) and exits 1 when:
     TensorFlow's C API (TF_ functions) and the C/C++ runtimes (a mangled
     TensorFlow or Abseil name would bind it to one release), or imports a
     TF_ function that a release's libtensorflow_framework.so.2 given with
-    --framework RELEASE=PATH does not export (one line per release).
+    --framework RELEASE=PATH does not export, or binds an import to a symbol
+    version (.gnu.version_r) that such a release does not define (TensorFlow
+    2.22 puts its exports under a `tensorflow` version, which no older
+    release defines: a stable library linked against 2.22 asks for it and
+    does not load into 2.15); one line per release.
 """
 
 from __future__ import annotations
@@ -35,8 +39,10 @@ from elf_symbols import (
     ELF_MACHINES,
     c_api_imports,
     elf_machine,
+    defined_versions,
     exported_functions,  # noqa: E402
     format_version,
+    needed_versions,
     newest_versions,
     non_c_api_imports,
     too_new,
@@ -46,6 +52,7 @@ from elf_symbols import (
 NEWEST_TAG = (2, 27)
 OP_LIBRARY = re.compile(r"grad_reverse/_libs/tf(\d+\.\d+)/_grad_reverse_ops\.so")
 STABLE_LIBRARY = "grad_reverse/_libs/stable/_grad_reverse_ops.so"
+FRAMEWORK = "libtensorflow_framework.so.2"
 
 
 def wheel_cpu(wheel: Path) -> str | None:
@@ -79,16 +86,28 @@ def stable_library_problems(library: Path, frameworks: dict[str, Path]) -> list[
         for name in non_c_api_imports(library)
     ]
     imported = c_api_imports(library)
-    print(f"  {STABLE_LIBRARY} imports {len(imported)} TensorFlow C API functions")
+    needed = needed_versions(library)
+    from_tensorflow = sorted(needed.get(FRAMEWORK, set()))
+    print(
+        f"  {STABLE_LIBRARY} imports {len(imported)} TensorFlow C API functions, symbol versions of "
+        f"{FRAMEWORK}: {', '.join(from_tensorflow) or 'none'}"
+    )
     for release, framework in sorted(frameworks.items()):
         missing = sorted(set(imported) - exported_functions(framework))
+        undefined = sorted(needed.get(framework.name, set()) - defined_versions(framework))
         print(
             f"    TensorFlow {release}: "
             + (f"MISSING {', '.join(missing)}" if missing else f"exports all {len(imported)}")
+            + (f"; MISSING symbol versions {', '.join(undefined)}" if undefined else "")
         )
         problems += [
             f"TensorFlow {release}'s {framework.name} does not export {name}, which {STABLE_LIBRARY} imports"
             for name in missing
+        ]
+        problems += [
+            f"{STABLE_LIBRARY} needs symbol version {version!r} of {framework.name}, which TensorFlow "
+            f"{release}'s does not define (it was linked against a newer release: link it against the oldest)"
+            for version in undefined
         ]
     return problems
 

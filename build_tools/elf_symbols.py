@@ -114,3 +114,46 @@ def exported_functions(library: Path) -> set[str]:
         if len(fields) == 3 and fields[1] in "TtWi":
             names.add(fields[2].split("@")[0])
     return names
+
+
+def _private_headers(library: Path) -> list[str]:
+    return _run("objdump", "-p", str(library)).splitlines()
+
+
+def defined_versions(library: Path) -> set[str]:
+    """The symbol versions the library defines (its .gnu.version_d section:
+    `objdump -p`'s "Version definitions"), without the base entry, which is
+    only its soname. TensorFlow 2.15 to 2.21 define none; 2.22 defines
+    `tensorflow`, which every symbol it exports then carries."""
+    defined, inside = set(), False
+    for line in _private_headers(library):
+        if line.startswith("Version definitions:"):
+            inside = True
+        elif inside and not line.strip():
+            break
+        elif inside:
+            fields = line.split()
+            # index, flags (0x01: the base entry), hash, name
+            if len(fields) == 4 and int(fields[1], 16) & 0x01 == 0:
+                defined.add(fields[3])
+    return defined
+
+
+def needed_versions(library: Path) -> dict[str, set[str]]:
+    """{file: {version, ...}}: the symbol versions the library's imports need
+    from each library it links (its .gnu.version_r section: `objdump -p`'s
+    "Version References"). An import bound to a version loads only where
+    the providing library defines that version."""
+    needed: dict[str, set[str]] = {}
+    inside, current = False, None
+    for line in _private_headers(library):
+        if line.startswith("Version References:"):
+            inside = True
+        elif inside and not line.strip():
+            break
+        elif inside and line.strip().startswith("required from "):
+            current = line.strip().removeprefix("required from ").rstrip(":")
+            needed.setdefault(current, set())
+        elif inside and current is not None:
+            needed[current].add(line.split()[-1])
+    return needed

@@ -41,10 +41,27 @@ function(grad_reverse_add_stable_library python)
   target_link_options(_grad_reverse_ops_stable PRIVATE "LINKER:--exclude-libs,ALL")
   install(TARGETS _grad_reverse_ops_stable LIBRARY DESTINATION ${PACKAGE_DIR}/_libs/${folder})
 
+  # What it was built against, for the loader and `info`: the portable wheel
+  # builds it against its oldest release, so that it binds nothing a later
+  # release added (a C function, or the symbol version `tensorflow` that 2.22
+  # put on all its exports, which a library linked against 2.22 then needs);
+  # a source build against the running release, so it is for that release
+  # and newer ones only.
+  string(REGEX MATCH "^[0-9]+\\.[0-9]+" oldest "${TF_VERSION}")
+  if("$ENV{GRAD_REVERSE_PORTABLE_WHEEL}" STREQUAL "" OR "$ENV{GRAD_REVERSE_PORTABLE_WHEEL}" STREQUAL "0")
+    set(built_for "source build")
+    set(headers_note "a source build: built against the running TensorFlow ${TF_VERSION}, so it loads into ${oldest} and newer releases only")
+  else()
+    set(built_for "portable wheel")
+    set(headers_note "built against TensorFlow ${TF_VERSION}, the oldest release of the wheel, so it loads into every release from ${oldest} on")
+  endif()
   # The loader reads it as it reads a per-release library's (_loader.py).
   set(build_info "{
   \"abi\": \"stable\",
   \"tensorflow_version\": \"${TF_VERSION}\",
+  \"oldest_tensorflow\": \"${oldest}\",
+  \"built_for\": \"${built_for}\",
+  \"headers_note\": \"${headers_note}\",
   \"cuda\": false,
   \"cuda_note\": \"the stable-ABI library has no CUDA backward kernel (TensorFlow's C API gives a kernel no stream on its own GPU device): on a GPU the stock-op backward runs; the forward has a GPU kernel\",
   \"cuda_architectures\": \"\",

@@ -111,7 +111,11 @@ endfunction()
 
 function(grad_reverse_check_cuda_versions nvcc_version tf_cuda_version out_note)
   set(note "")
-  if(tf_cuda_version AND nvcc_version)
+  if(tf_cuda_version STREQUAL "unknown")
+    # TensorFlow 2.22's build info has no cuda_version (tensorflow_cuda.py).
+    set(note "built with CUDA ${nvcc_version} (static runtime); this TensorFlow does not say which CUDA it was built with, so whether the driver it needs suffices for the GPU kernel is unchecked")
+    message(STATUS "grad_reverse: ${note}")
+  elseif(tf_cuda_version AND nvcc_version)
     string(REGEX MATCH "^[0-9]+" nvcc_major "${nvcc_version}")
     string(REGEX MATCH "^[0-9]+" tf_major "${tf_cuda_version}")
     if(NOT nvcc_major STREQUAL tf_major)

@@ -6,7 +6,7 @@
 # sets TF_VERSION, TF_INCLUDE_DIR, TF_LIB_DIR, TF_DEFINES (the -D flags of
 # tf.sysconfig.get_compile_flags(), without the -D) and TF_CUDA_VERSION (the
 # CUDA a GPU build of TensorFlow was built with; empty for CPU builds) in the
-# caller's scope.
+# caller's scope ("unknown" for a GPU build that does not say which).
 #
 # Where the TensorFlow comes from: the interpreter's own environment as the
 # build sees it (pip's isolated build environment, when pip put a TensorFlow
@@ -16,8 +16,12 @@
 # TensorFlow in the build environment only when that one has none, so a
 # reinstall builds against the TensorFlow it will run with, without
 # installing a second copy of it first.
+set(_grad_reverse_build_tools ${CMAKE_CURRENT_LIST_DIR}/../build_tools)
+
 function(grad_reverse_find_tensorflow python)
-  set(query "import tensorflow as tf; print(tf.__version__); print(tf.sysconfig.get_include()); print(tf.sysconfig.get_lib()); print(','.join(tf.sysconfig.get_compile_flags())); print('cuda=' + str(tf.sysconfig.get_build_info().get('cuda_version', '')))")
+  # The CUDA version: build_tools/tensorflow_cuda.py (2.22's build info no
+  # longer gives it; "unknown" for a GPU build that says nowhere).
+  set(query "import sys; sys.path.insert(0, r'${_grad_reverse_build_tools}'); import tensorflow as tf; from tensorflow_cuda import tensorflow_cuda_version; print(tf.__version__); print(tf.sysconfig.get_include()); print(tf.sysconfig.get_lib()); print(','.join(tf.sysconfig.get_compile_flags())); print('cuda=' + tensorflow_cuda_version())")
   execute_process(COMMAND ${python} -c "${query}"
     OUTPUT_VARIABLE info ERROR_VARIABLE error RESULT_VARIABLE result
     OUTPUT_STRIP_TRAILING_WHITESPACE)

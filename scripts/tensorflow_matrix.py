@@ -25,7 +25,9 @@ and the tests run with a PATH that holds no C++ compiler, CMake or nvcc
 A row is RELEASE[@PYTHON]; without @PYTHON it uses --python (default 3.11).
 RELEASE `nightly` installs the tf-nightly that build_tools/tf_nightly.txt pins
 (a stand-in for the next release: bumped by a commit, never "latest", so a
-run is reproducible); a release installs `tensorflow-cpu==RELEASE.*`.
+run is reproducible), `rc` the release candidate (or the final release once
+it is out) that build_tools/tf_release_candidate.txt pins; a release
+installs `tensorflow-cpu==RELEASE.*`.
 --stable-tests runs chosen tests a second time in each row's environment
 with GRAD_REVERSE_LIBRARY=stable (the stable-ABI library forced where the
 wheel holds the release's own library too): one more table row each.
@@ -61,6 +63,9 @@ EXTRA_PYTHON_ROWS = ("2.21@3.10", "2.21@3.12", "2.21@3.13")
 DEFAULT_PYTHON = "3.11"
 NIGHTLY = "nightly"
 NIGHTLY_PIN = ROOT / "build_tools" / "tf_nightly.txt"
+RELEASE_CANDIDATE = "rc"
+RELEASE_CANDIDATE_PIN = ROOT / "build_tools" / "tf_release_candidate.txt"
+PINNED = {NIGHTLY: NIGHTLY_PIN, RELEASE_CANDIDATE: RELEASE_CANDIDATE_PIN}
 TENSORFLOW_DISTRIBUTIONS = ("tensorflow-cpu", "tensorflow", "tf-nightly", "tf-nightly-cpu")
 NO_WHEEL = re.compile(
     r"No matching distribution found for (tensorflow-cpu|tf-nightly)|"
@@ -70,9 +75,9 @@ NO_WHEEL = re.compile(
 
 def parse_row(text: str, default_python: str) -> Row:
     release, _, python = text.partition("@")
-    if not re.fullmatch(r"2\.\d+", release) and release != NIGHTLY:
+    if not re.fullmatch(r"2\.\d+", release) and release not in PINNED:
         raise argparse.ArgumentTypeError(
-            f"a row is RELEASE[@PYTHON] such as 2.18, 2.21@3.13 or {NIGHTLY}, got {text!r}"
+            f"a row is RELEASE[@PYTHON] such as 2.18, 2.21@3.13, {NIGHTLY} or {RELEASE_CANDIDATE}, got {text!r}"
         )
     return Row(release=release, python=python or default_python)
 
@@ -139,8 +144,8 @@ class Runner:
 
 def tensorflow_requirement(release: str) -> str:
     """What pip installs for a row's release."""
-    if release == NIGHTLY:
-        return NIGHTLY_PIN.read_text().split("#")[0].strip()
+    if release in PINNED:
+        return PINNED[release].read_text().split("#")[0].strip()
     return f"tensorflow-cpu=={release}.*"
 
 

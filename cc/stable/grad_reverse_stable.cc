@@ -148,16 +148,26 @@ void GradReverseCompute(void*, TF_OpKernelContext* ctx) {
   Failed(ctx, status);
 }
 
-grad_reverse::DType KernelDType(TF_DataType type) {
+// The compute kernel for `type`, or false. The kernels are registered for
+// kTypes only, so false means a registration this switch does not know of
+// (TF_DataType grows: TensorFlow 2.23 appends TF_FLOAT8_E8M0FNU): the caller
+// fails the op, rather than scaling the bytes as if they were another type.
+bool KernelDType(TF_DataType type, grad_reverse::DType* dtype) {
   switch (type) {
     case TF_HALF:
-      return grad_reverse::DType::kHalf;
+      *dtype = grad_reverse::DType::kHalf;
+      return true;
     case TF_BFLOAT16:
-      return grad_reverse::DType::kBFloat16;
+      *dtype = grad_reverse::DType::kBFloat16;
+      return true;
     case TF_FLOAT:
-      return grad_reverse::DType::kFloat;
-    default:  // TF_DOUBLE: the kernels are registered for these four only
-      return grad_reverse::DType::kDouble;
+      *dtype = grad_reverse::DType::kFloat;
+      return true;
+    case TF_DOUBLE:
+      *dtype = grad_reverse::DType::kDouble;
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -190,6 +200,14 @@ void GradReverseGradCpuCompute(void*, TF_OpKernelContext* ctx) {
   // The context still holds dy, so `in` stays valid; but a TF_Tensor of ours
   // on its buffer is one reference too many to forward it.
   TF_DeleteTensor(dy);
+  grad_reverse::DType dtype;
+  if (!KernelDType(type, &dtype)) {
+    Fail(ctx, TF_INTERNAL,
+         "GradReverseGrad's stable-ABI CPU kernel has no code for TF_DataType " +
+             std::to_string(static_cast<int>(type)) +
+             "; it computes half, bfloat16, float and double only");
+    return;
+  }
   const int candidate = 0;
   TF_Tensor* dx =
       TF_ForwardInputOrAllocateOutput(ctx, &candidate, 1, 0, dims, rank, nullptr, status.get());
@@ -198,8 +216,7 @@ void GradReverseGradCpuCompute(void*, TF_OpKernelContext* ctx) {
     const int64_t size = TF_DataTypeSize(type);
     char* out = static_cast<char*>(TF_TensorData(dx));
     const bool streaming = grad_reverse::UseStreamingStores(in, out, n * size);
-    const grad_reverse::NegScaleFn kernel =
-        grad_reverse::NegScaleCpuFunction(KernelDType(type), streaming);
+    const grad_reverse::NegScaleFn kernel = grad_reverse::NegScaleCpuFunction(dtype, streaming);
     const float scale = -lambda;
     // Shards start on 64-byte boundaries of the buffer.
     grad_reverse::ParallelFor(n, 64 / size, kMinShardBytes / size,

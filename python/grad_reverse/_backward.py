@@ -148,6 +148,7 @@ def decide(
 def _gpu_kernel_problem(build_info: Mapping[str, Any], driver: Optional[int]) -> tuple[Optional[str], str]:
     """(why the library's CUDA kernel cannot run here, or None; how to fix it)."""
     tf_cuda = build_info.get("tensorflow_cuda_version") or ""
+    tf_cuda = "" if tf_cuda == "unknown" else tf_cuda  # a TensorFlow that does not say (2.22)
     toolkit_hint = (
         f"a CUDA {tf_cuda} toolkit (the CUDA this TensorFlow was built with)" if tf_cuda else "a CUDA toolkit"
     )

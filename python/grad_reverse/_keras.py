@@ -23,12 +23,30 @@ def legacy_keras_requested() -> bool:
 
 def _load() -> ModuleType:
     if legacy_keras_requested():
-        import tf_keras
-
+        try:
+            import tf_keras
+        except ModuleNotFoundError as error:
+            if error.name != "tf_keras":
+                raise
+            raise ImportError(_no_tf_keras_message()) from None
         return tf_keras
     import keras as module
 
     return module
+
+
+def _no_tf_keras_message() -> str:
+    import tensorflow as tf
+
+    release = ".".join(tf.__version__.split(".")[:2])
+    return (
+        f"grad_reverse: TF_USE_LEGACY_KERAS=1 asks for legacy Keras 2 (the tf-keras package), which is "
+        f"not installed here. Install the tf-keras of this TensorFlow's release: "
+        f'`pip install --no-deps "tf-keras=={release}.*"` (TensorFlow {tf.__version__}); if pip finds '
+        f"none, tf-keras has not been published for TensorFlow {release} yet (it follows TensorFlow's "
+        f"final releases, none for a release candidate or a nightly): unset TF_USE_LEGACY_KERAS to use "
+        f"Keras 3, or install a TensorFlow release that has a tf-keras."
+    )
 
 
 keras = _load()

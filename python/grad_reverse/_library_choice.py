@@ -82,13 +82,19 @@ def library_dir(libraries_dir: Path = LIBRARIES_DIR, running: Optional[str] = No
             ", or build grad-reverse from source against this TensorFlow "
             "(`pip install --no-deps --force-reinstall .` in the grad-reverse source tree)"
         )
+    elif release is not None and release > SUPPORTED[1]:
+        other_way = (
+            f"; TensorFlow {wanted} is newer than the releases with C++ libraries, and is served by "
+            f"the stable-ABI library: unset {options.LIBRARY_VARIABLE} (auto) where the installation holds it"
+        )
     else:
-        other_way = f"; TensorFlow {wanted} is outside the supported range"
+        other_way = f"; TensorFlow {wanted} is older than the supported range"
     choices = " or ".join(held) if len(held) < 3 else f"{held[0]} to {held[-1]}"
     raise ImportError(
         f"grad_reverse: this process runs TensorFlow {running}, but this installation of "
         f"grad-reverse holds op libraries for TensorFlow {', '.join(held)} only (in "
-        f"{libraries_dir}); grad-reverse supports TensorFlow {OLDEST} to {NEWEST}, and a custom "
+        f"{libraries_dir}); grad-reverse has C++ libraries for TensorFlow {OLDEST} to {NEWEST} (and its "
+        f"stable-ABI library for any later release), and a C++ custom "
         f"op must be compiled for the TensorFlow minor release it is loaded into. Install "
         f'TensorFlow {choices} (for example `pip install "tensorflow-cpu=={held[-1]}.*"`)'
         f"{other_way}."
@@ -116,6 +122,9 @@ class Choice:
     kind: str
     reason: str
     warning: Optional[str] = None
+    # In `auto`, for a C++ library: the stable-ABI library's folder, loaded
+    # instead when the C++ one does not load for an ABI reason (_loader).
+    fallback: Optional[Path] = None
 
 
 def parse_library_mode(value: Optional[str]) -> str:
@@ -165,7 +174,7 @@ def choose_library(
             if mode == RELEASE
             else (f"the C++ library built for TensorFlow {series(running)}, the running release")
         )
-        return Choice(directory, RELEASE, why)
+        return Choice(directory, RELEASE, why, fallback=stable if mode == AUTO and stable_held else None)
     held = releases_held(libraries_dir)
     held_text = f"it holds C++ libraries for TensorFlow {', '.join(held)}" if held else "it holds no C++ library"
     if release is not None and release > SUPPORTED[1]:
@@ -197,6 +206,29 @@ def chosen() -> Choice:
     global _chosen
     if _chosen is None:
         _chosen = choose_library()
+    return _chosen
+
+
+def fall_back_to_stable(choice: Choice, symbol: str) -> Choice:
+    """The stable-ABI library in place of `choice`, a C++ library that did
+    not load because this TensorFlow does not define `symbol`; it becomes
+    this process's choice (what `info` reports)."""
+    global _chosen
+    assert choice.fallback is not None, "only an `auto` choice with a stable library falls back"
+    running = running_tensorflow()
+    reason = (
+        f"the C++ library for TensorFlow {series(running)} does not load into TensorFlow {running} "
+        f"(undefined symbol {symbol})"
+    )
+    warning = (
+        f"grad_reverse: {reason}: this TensorFlow does not define a C++ symbol that library was "
+        f"linked against (a patch release or a rebuilt TensorFlow that moved it). Using the stable-ABI "
+        f"library instead. What that costs: {STABLE_COSTS}. Rebuild grad-reverse from source against "
+        f"this TensorFlow (`pip install --force-reinstall --no-deps .`) for a C++ library that loads; "
+        f"set {LIBRARY_VARIABLE}={RELEASE} to make this an error, or {LIBRARY_VARIABLE}={STABLE} to "
+        f"choose the stable library and silence this warning."
+    )
+    _chosen = Choice(choice.fallback, STABLE, reason, warning)
     return _chosen
 
 

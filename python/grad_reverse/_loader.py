@@ -27,7 +27,8 @@ except ModuleNotFoundError as error:
     if error.name != "tensorflow":
         raise
     raise ImportError(
-        "grad_reverse needs TensorFlow 2.15 to 2.21, and none is installed here: "
+        "grad_reverse needs TensorFlow 2.15 or newer (its own C++ libraries for 2.15 to 2.21, its "
+        "stable-ABI library for any later release), and none is installed here: "
         '`pip install tensorflow` (with GPU support on Linux: `pip install "tensorflow[and-cuda]"`) '
         "or `pip install tensorflow-cpu`, then import grad_reverse again."
     ) from None
@@ -41,13 +42,17 @@ from grad_reverse._library_choice import (
     BUILD_INFO_NAME,
     LIBRARY_NAME,
     STABLE,
+    Choice,
     chosen,
+    fall_back_to_stable,
     series,
 )
+from grad_reverse._library_choice import _release as release_of
 from grad_reverse._user_warning import warn_at_user
 
 # What dlopen reports for a function no loaded library defines.
 _MISSING_C_FUNCTION = re.compile(r"undefined symbol: (TF_\w+)")
+_UNDEFINED_SYMBOL = re.compile(r"undefined symbol: ([\w.$@]+)")
 
 
 def read_build_info(directory: Path) -> dict[str, Any]:
@@ -67,13 +72,35 @@ def load_library(directory: Optional[Path] = None) -> tuple[ModuleType, dict[str
 
     `directory` holds one library and its record; by default the folder
     `chosen()` names for this process, whose warning (if any) is given here,
-    once, and whose kind and reason are added to the record as "library"."""
-    choice = None
-    if directory is None:
-        choice = chosen()
-        directory = choice.directory
-        if choice.warning:
-            warn_at_user(choice.warning)  # at the user's import, not at ops.py
+    once, and whose kind and reason are added to the record as "library".
+    In `auto` mode, a C++ library that dlopen refuses for an undefined symbol
+    (this TensorFlow moved a C++ symbol it was linked against) is replaced by
+    the stable-ABI library, with a warning naming the symbol; in `release`
+    mode that is an ImportError."""
+    if directory is not None:
+        return _load(directory, None)
+    choice = chosen()
+    if choice.warning:
+        warn_at_user(choice.warning)  # at the user's import, not at ops.py
+    try:
+        return _load(choice.directory, choice)
+    except _CppAbiMismatch as mismatch:
+        # `auto` only (choice.fallback): `release` keeps the error.
+        fallback = fall_back_to_stable(choice, mismatch.symbol)
+        warn_at_user(fallback.warning)
+        return _load(fallback.directory, fallback)
+
+
+class _CppAbiMismatch(ImportError):
+    """A C++ library that dlopen refused for a symbol this TensorFlow does not
+    define, where the stable library may be loaded instead."""
+
+    def __init__(self, message: str, symbol: str) -> None:
+        super().__init__(message)
+        self.symbol = symbol
+
+
+def _load(directory: Path, choice: Optional[Choice]) -> tuple[ModuleType, dict[str, Any]]:
     library = directory / LIBRARY_NAME
     if not library.is_file():
         raise ImportError(f"grad_reverse: the native op library was not found at {library}. {BUILD_HINT}")
@@ -87,6 +114,17 @@ def load_library(directory: Optional[Path] = None) -> tuple[ModuleType, dict[str
             f"the TensorFlow minor release it is loaded into. Rebuild it here with "
             f"`pip install --force-reinstall --no-deps .` from the source tree, or "
             f"install TensorFlow {series(str(built))}."
+        )
+    oldest = info.get("oldest_tensorflow") if stable else None
+    if oldest and release_of(running) is not None and release_of(running) < (release_of(str(oldest)) or (0, 0)):
+        # A source build's stable library, built against a newer release
+        # than this one: it may bind what this release lacks (dlopen would
+        # say only "version `tensorflow' not found").
+        raise ImportError(
+            f"grad_reverse: the stable-ABI library {library} was built against TensorFlow {built} "
+            f"({info.get('headers_note') or 'a source build'}), but this process runs TensorFlow "
+            f"{running}. Rebuild it here with `pip install --force-reinstall --no-deps .` from the "
+            f"source tree, or install TensorFlow {oldest} or newer."
         )
     problem = elf_problem(library)
     if problem:
@@ -102,15 +140,21 @@ def load_library(directory: Optional[Path] = None) -> tuple[ModuleType, dict[str
             raise ImportError(
                 f"grad_reverse: TensorFlow {running} does not export the C API function "
                 f"{missing.group(1)}, which the stable-ABI library {library} calls: this release "
-                f"broke TensorFlow's stable C API. Install a TensorFlow that grad-reverse supports "
-                f"({OLDEST} to {NEWEST}), and report it to grad-reverse."
+                f"broke TensorFlow's stable C API. Install a TensorFlow that grad-reverse has C++ "
+                f"libraries for ({OLDEST} to {NEWEST}), and report it to grad-reverse."
             ) from None
-        # What dlopen says of a truncated or corrupted file ("file too short",
-        # "invalid ELF header", a missing symbol).
-        raise ImportError(
+        message = (
             f"grad_reverse: the native op library {library} cannot be loaded: "
             f"{str(error).strip()}. The installation is damaged: reinstall grad-reverse."
-        ) from None
+        )
+        undefined = _UNDEFINED_SYMBOL.search(str(error))
+        # dlopen refuses the whole library before any of its code runs, so
+        # no op of it was registered and the stable one can still load.
+        if choice is not None and choice.fallback is not None and undefined:
+            raise _CppAbiMismatch(message, undefined.group(1)) from None
+        # What dlopen says of a truncated or corrupted file ("file too short",
+        # "invalid ELF header", a missing symbol).
+        raise ImportError(message) from None
     if stable:
         configure_stable(library)
     if info.get("xla"):

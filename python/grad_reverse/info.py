@@ -25,9 +25,7 @@ def collect() -> dict[str, Any]:
     return {
         "grad_reverse": grad_reverse.__version__,
         "tensorflow_built_against": (
-            f"any from {oldest} on (TensorFlow's C API; headers of {build.get('tensorflow_version')})"
-            if stable
-            else build.get("tensorflow_version")
+            _stable_built_against(build, oldest) if stable else build.get("tensorflow_version")
         ),
         "tensorflow_running": tf.__version__,
         "library": str(_library_choice.library_path()),
@@ -53,6 +51,16 @@ def collect() -> dict[str, Any]:
         "backward": backward.summary + (f" ({_backward.ENV_VAR}=auto)" if backward.mode == _backward.AUTO else ""),
         **({"warning": backward.warning} if backward.warning else {}),
     }
+
+
+def _stable_built_against(build: dict[str, Any], oldest: str) -> str:
+    """What the stable library loads into: the portable wheel's, built against
+    the oldest release, any from that one on; a source build's, built against
+    the running release, that release and newer ones."""
+    headers = build.get("tensorflow_version")
+    if build.get("built_for") == "source build":
+        return f"{headers} and newer (a source build: against the running release's TensorFlow C API)"
+    return f"any from {build.get('oldest_tensorflow') or oldest} on (TensorFlow's C API; headers of {headers})"
 
 
 def _cpu_path() -> str:

@@ -246,6 +246,16 @@ OP_AND_SERVING_MUTANTS: tuple[Mutant, ...] = (
         edits=(("        if stable and missing:", "        if False:"),),
         tests=(T + "op/test_stable_library.py::test_a_tensorflow_lacking_a_c_function_is_an_import_error_naming_it",),
     ),
+    Mutant(
+        name="cpp-library-abi-mismatch-never-falls-back",
+        promise="in auto, a C++ library refused for an undefined symbol is replaced by the stable-ABI library",
+        file="_loader.py",
+        edits=(("        if choice is not None and choice.fallback is not None and undefined:", "        if False:"),),
+        tests=(
+            T + "op/test_loader.py::"
+            "test_a_cpp_library_needing_a_missing_cpp_symbol_falls_back_to_the_stable_library_in_auto[auto]",
+        ),
+    ),
 )
 
 MUTANTS: tuple[Mutant, ...] = OP_AND_SERVING_MUTANTS + ADAPTATION_MUTANTS + GRADIENT_MUTANTS

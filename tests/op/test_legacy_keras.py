@@ -115,3 +115,15 @@ def test_layer_builds_fits_and_round_trips_under_legacy_tf_keras():
 
 def test_dann_model_fits_and_round_trips_under_legacy_tf_keras():
     assert "legacy keras DANN ok" in run_under_legacy_keras(DANN_SCRIPT).stdout
+
+
+def test_legacy_keras_asked_for_without_tf_keras_is_a_clear_import_error():
+    # None in sys.modules makes `import tf_keras` fail as if it were not
+    # installed (as on a TensorFlow that no tf-keras exists for yet).
+    code = "import sys; sys.modules['tf_keras'] = None; import grad_reverse"
+    env = dict(os.environ, TF_USE_LEGACY_KERAS="1", TF_CPP_MIN_LOG_LEVEL="2")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert result.returncode == 1
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("ImportError: grad_reverse: TF_USE_LEGACY_KERAS=1 asks for legacy Keras 2"), last
+    assert 'pip install --no-deps "tf-keras==' in last and "unset TF_USE_LEGACY_KERAS" in last, last

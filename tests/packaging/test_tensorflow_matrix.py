@@ -4,6 +4,7 @@ run by hand and, for the 2.15 row, by CI.)"""
 
 import argparse
 import importlib.util
+import re
 import sys
 from pathlib import Path
 
@@ -37,6 +38,12 @@ def test_the_default_rows_cover_every_supported_release_and_the_extra_pythons():
 def test_a_missing_interpreter_is_a_row_result_not_a_failure(tmp_path):
     [row] = matrix.run_row(matrix.Row("2.21", "3.99"), tmp_path, tmp_path, keep=False)
     assert row.result == "no interpreter" and "3.99" in row.note
+
+
+def test_the_rc_row_installs_the_pinned_release_candidate():
+    assert matrix.parse_row("rc@3.14", "3.11").release == "rc"
+    pin = matrix.tensorflow_requirement("rc")
+    assert re.fullmatch(r"tensorflow-cpu==2\.\d+\.\d+(rc\d+)?", pin), pin
 
 
 def test_the_nightly_row_installs_the_pinned_nightly_never_the_latest():

@@ -5,6 +5,8 @@ with build_pip_pkg.sh and runs the suite against it.)"""
 
 import hashlib
 import io
+import shutil
+import subprocess
 import sys
 import tarfile
 import zipfile
@@ -177,6 +179,9 @@ def test_the_stable_librarys_imports_are_checked_against_each_release(monkeypatc
         "exported_functions",
         lambda path: {"TF_GetInput", "TF_NewKernelBuilder"} if path.name == "new" else {"TF_GetInput"},
     )
+    # Symbol versions are read from real libraries in the test below.
+    monkeypatch.setattr(check_wheel, "needed_versions", lambda path: {})
+    monkeypatch.setattr(check_wheel, "defined_versions", lambda path: set())
     problems = check_wheel.stable_library_problems(
         tmp_path / "lib.so", {"2.15": tmp_path / "old", "2.21": tmp_path / "new"}
     )
@@ -185,3 +190,51 @@ def test_the_stable_librarys_imports_are_checked_against_each_release(monkeypatc
     assert "TensorFlow 2.15's old does not export TF_NewKernelBuilder" in problems[1]
     printed = capsys.readouterr().out
     assert "TensorFlow 2.15: MISSING TF_NewKernelBuilder" in printed and "TensorFlow 2.21: exports all 2" in printed
+
+
+def _link(compiler: str, output: Path, source: str, *flags: str) -> Path:
+    code = output.with_suffix(".cc")
+    code.write_text(source)
+    subprocess.run(
+        [compiler, "-shared", "-fPIC", "-o", str(output), str(code), *flags], check=True, capture_output=True
+    )
+    return output
+
+
+def test_a_stable_library_needing_a_symbol_version_an_older_release_lacks_is_reported(tmp_path, capsys):
+    """Two stand-ins for libtensorflow_framework.so.2, the same C function in
+    both: the old one unversioned (as 2.15 to 2.21 export theirs), the new one
+    under a `tensorflow` version (as 2.22 does). A library linked against the
+    new one binds its import to that version and would not load into the old
+    one; linked against the old one, it needs no version and passes."""
+    compiler = shutil.which("c++") or shutil.which("g++")
+    if compiler is None:
+        pytest.skip("no C++ compiler to build the libraries this test checks")
+    framework = 'extern "C" void TF_Probe() {}\n'
+    soname = "-Wl,-soname,libtensorflow_framework.so.2"
+    (tmp_path / "old").mkdir()
+    (tmp_path / "new").mkdir()
+    (tmp_path / "tensorflow.map").write_text("tensorflow { global: *; };\n")
+    old = _link(compiler, tmp_path / "old" / "libtensorflow_framework.so.2", framework, soname)
+    new = _link(
+        compiler,
+        tmp_path / "new" / "libtensorflow_framework.so.2",
+        framework,
+        soname,
+        f"-Wl,--version-script={tmp_path / 'tensorflow.map'}",
+    )
+    assert elf_symbols.defined_versions(new) == {"tensorflow"} and elf_symbols.defined_versions(old) == set()
+    user = 'extern "C" void TF_Probe();\nextern "C" void GradReverseProbe() { TF_Probe(); }\n'
+    frameworks = {"2.15": old, "2.22": new}
+    against_new = _link(compiler, tmp_path / "against_new.so", user, str(new))
+    assert elf_symbols.needed_versions(against_new)["libtensorflow_framework.so.2"] == {"tensorflow"}
+    # (This toy library's own start-up code imports an unversioned
+    # __cxa_finalize, a separate finding: only the version findings count here.)
+    problems = [p for p in check_wheel.stable_library_problems(against_new, frameworks) if "symbol version" in p]
+    assert problems == [
+        f"{check_wheel.STABLE_LIBRARY} needs symbol version 'tensorflow' of libtensorflow_framework.so.2, which "
+        "TensorFlow 2.15's does not define (it was linked against a newer release: link it against the oldest)"
+    ], problems
+    assert "TensorFlow 2.15: exports all 1; MISSING symbol versions tensorflow" in capsys.readouterr().out
+    against_old = _link(compiler, tmp_path / "against_old.so", user, str(old))
+    assert [p for p in check_wheel.stable_library_problems(against_old, frameworks) if "symbol version" in p] == []
