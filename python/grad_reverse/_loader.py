@@ -18,10 +18,16 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Optional
 
+from grad_reverse._backend import require_tensorflow_backend
+
 # The first import of TensorFlow in the package (grad_reverse/__init__.py
 # imports this module first): the wheel does not install TensorFlow (it cannot
 # know whether the user wants `tensorflow` or `tensorflow-cpu`).
 try:
+    # Every TensorFlow-only module of the package imports this one, directly
+    # or not: on Keras' JAX or PyTorch backend they say so here, before
+    # TensorFlow (a TensorFlowOnly error, which the except below lets pass).
+    require_tensorflow_backend("grad_reverse's TensorFlow op and the modules built on it")
     import tensorflow as tf
 except ModuleNotFoundError as error:
     if error.name != "tensorflow":
