@@ -47,10 +47,10 @@ class TensorFlowOnly(ImportError):
 def tensorflow_only(what: str, backend: str) -> TensorFlowOnly:
     """The error for `what` (a public name, a module) asked for while Keras runs on `backend`."""
     return TensorFlowOnly(
-        f"{what} needs TensorFlow as Keras' backend (it is built on the native TensorFlow op), "
-        f"and Keras runs on {backend} in this process (KERAS_BACKEND). On JAX and PyTorch the package "
-        f"offers the Keras layer alone: `from grad_reverse import GradReverse`. Set KERAS_BACKEND=tensorflow "
-        f"(with TensorFlow installed) for the rest; {GUIDE} says what runs where."
+        f"{what} needs Keras on TensorFlow, and Keras runs on {backend} in this process (KERAS_BACKEND). "
+        "On JAX and PyTorch the package is the GradReverse layer alone (`from grad_reverse import GradReverse`); "
+        "the native op and everything built on it (grad_reverse.grad_reverse, DANN, CDAN, MDD, the lambda "
+        f"schedule, serving, the command line) need KERAS_BACKEND=tensorflow with TensorFlow installed: {GUIDE}."
     )
 
 

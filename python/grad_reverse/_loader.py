@@ -27,7 +27,7 @@ try:
     # Every TensorFlow-only module of the package imports this one, directly
     # or not: on Keras' JAX or PyTorch backend they say so here, before
     # TensorFlow (a TensorFlowOnly error, which the except below lets pass).
-    require_tensorflow_backend("grad_reverse's TensorFlow op and the modules built on it")
+    require_tensorflow_backend("The native op library")
     import tensorflow as tf
 except ModuleNotFoundError as error:
     if error.name != "tensorflow":
