@@ -121,7 +121,6 @@ def reverse_function(backend: str) -> Callable:
     return make()
 
 
-@keras.saving.register_keras_serializable(package="grad_reverse")
 class GradReverse(keras.layers.Layer):
     """Identity forward; multiplies the gradient by `-lambda_` on the way back.
 
@@ -162,3 +161,9 @@ class GradReverse(keras.layers.Layer):
             lambda_ = keras.ops.convert_to_numpy(lambda_.value)
         config["lambda_"] = float(lambda_)
         return config
+
+
+# On TensorFlow the registered name belongs to the native op's layer
+# (`grad_reverse.layer`): importing this module there must not take it over.
+if keras.backend.backend() != "tensorflow":
+    GradReverse = keras.saving.register_keras_serializable(package="grad_reverse")(GradReverse)

@@ -13,18 +13,21 @@ import pytest
 from helpers.backends import (
     BACKEND,
     DTYPES,
+    ON_JAX_OR_TORCH,
+    SKIP_REASON,
     bits,
     forward_backward,
-    needs_jax_or_torch,
     plain_reversed,
     precision,
     tensor,
     to_numpy,
 )
 
-pytestmark = needs_jax_or_torch
+if not ON_JAX_OR_TORCH:
+    # Before the import below: on TensorFlow, `grad_reverse.GradReverse` is the native op's layer.
+    pytest.skip(SKIP_REASON, allow_module_level=True)
 
-import grad_reverse  # noqa: E402 (after the skip's reason is set up: the import is the layer under test)
+import grad_reverse  # noqa: E402
 from grad_reverse.backend_layer import GradReverse as BackendGradReverse  # noqa: E402
 
 # Values whose products with 0.3 round differently in float16 than through
