@@ -6,6 +6,8 @@ backend, no gradient for lambda), a variable lambda read at every step of
 Runs where Keras runs on jax or torch (`helpers.backends`), skips elsewhere.
 """
 
+from pathlib import Path
+
 import keras
 import numpy as np
 import pytest
@@ -37,6 +39,9 @@ RNG = np.random.default_rng(46)
 X = RNG.standard_normal(257) * 3.0
 DY = RNG.standard_normal(257) * 5.0
 LAMBDA = 0.3
+# features (Dense 3) -> label; features -> GradReverse(0.25) -> domain, saved
+# by Keras 3.15 on TensorFlow, with the native op's layer.
+SAVED_ON_TENSORFLOW = Path(__file__).parent / "fixtures" / "saved_on_tensorflow.keras"
 
 
 def test_the_package_gives_the_backend_layer():
@@ -200,3 +205,14 @@ def test_the_layer_refuses_a_variable_that_is_no_float_scalar():
         grad_reverse.GradReverse(keras.Variable([0.5, 1.0]))
     with pytest.raises(TypeError, match="keras.Variable of dtype int32"):
         grad_reverse.GradReverse(keras.Variable(1, dtype="int32", trainable=False))
+
+
+def test_a_keras_file_saved_on_tensorflow_loads_with_its_lambda_and_reverses_here():
+    model = keras.models.load_model(SAVED_ON_TENSORFLOW)
+    layer = model.get_layer("grad_reverse")
+    assert type(layer) is BackendGradReverse and layer.lambda_ == 0.25
+    domain = model.get_layer("domain")
+    features = tensor(np.ones((1, 3)), "float32")
+    _, dx = forward_backward(lambda h: domain(layer(h, training=True)), features, tensor([[1.0]], "float32"))
+    kernel = to_numpy(domain.kernel.value).reshape(1, 3)
+    np.testing.assert_array_equal(to_numpy(dx), -np.float32(0.25) * kernel)
