@@ -100,7 +100,7 @@ def _torch_reverse() -> Callable:
             # record (an in-place change to a saved tensor is an error there).
             lambda_ = lambda_.detach().to(torch.float32, copy=True)
         else:
-            lambda_ = torch.tensor(lambda_, dtype=torch.float32)
+            lambda_ = torch.tensor(lambda_, dtype=torch.float32, device=x.device)
         return Reverse.apply(x, lambda_)
 
     return apply

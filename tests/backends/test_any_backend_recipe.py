@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 from grad_reverse.demo import any_backend
-from helpers.backends import BACKEND, needs_jax_or_torch
+from helpers.backends import BACKEND, needs_jax_or_torch, needs_keras_3
+
+pytestmark = needs_keras_3
 
 CLAIM_SEEDS = (0, 1, 2)
 # Measured over seeds 0-2 at 1000 steps on one x86 CPU (docs/keras-backends.md

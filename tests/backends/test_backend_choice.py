@@ -7,7 +7,9 @@ import pytest
 
 import grad_reverse
 from grad_reverse import backend_layer
-from helpers.backends import BACKEND
+from helpers.backends import BACKEND, needs_keras_3
+
+pytestmark = needs_keras_3
 
 
 @pytest.mark.skipif(BACKEND != "tensorflow", reason="the TensorFlow backend's choice (Keras runs on another here)")

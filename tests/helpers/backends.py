@@ -23,6 +23,9 @@ SKIP_REASON = (
     ".ci/run runs them in environments made for each"
 )
 needs_jax_or_torch = pytest.mark.skipif(not ON_JAX_OR_TORCH, reason=SKIP_REASON)
+# The recipe and the backend choice are Keras 3's (TensorFlow 2.15 runs Keras 2).
+KERAS_3 = int(keras.__version__.split(".")[0]) >= 3
+needs_keras_3 = pytest.mark.skipif(not KERAS_3, reason=f"Keras 3's backends; this is Keras {keras.__version__}")
 
 # The dtypes of each backend's CPU: JAX's float64 needs x64 mode, which `precision()` turns on.
 DTYPES = ("float16", "bfloat16", "float32", "float64")
