@@ -35,7 +35,9 @@ except ModuleNotFoundError as error:
     raise ImportError(
         "grad_reverse needs TensorFlow 2.15 to 2.21, and none is installed here: "
         '`pip install tensorflow` (with GPU support on Linux: `pip install "tensorflow[and-cuda]"`) '
-        "or `pip install tensorflow-cpu`, then import grad_reverse again."
+        "or `pip install tensorflow-cpu`, then import grad_reverse again. "
+        "(For the GradReverse layer alone on Keras' JAX or PyTorch backend, set KERAS_BACKEND=jax or torch: "
+        "docs/keras-backends.md.)"
     ) from None
 
 from grad_reverse._elf import elf_problem

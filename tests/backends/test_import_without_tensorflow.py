@@ -4,9 +4,12 @@ names say they need the TensorFlow backend. In a fresh process, so that
 nothing imported by the test run counts. (.ci/run runs this where TensorFlow
 is not installed at all.)"""
 
+import importlib.util
 import os
 import subprocess
 import sys
+
+import pytest
 
 from helpers.backends import BACKEND, needs_jax_or_torch
 
@@ -55,3 +58,13 @@ def test_the_layer_imports_without_tensorflow_and_the_rest_says_it_needs_it():
         assert f"grad_reverse.{name}" in message or name == "export_serving", line
         assert f"needs Keras on TensorFlow, and Keras runs on {BACKEND} in this process" in message, line
         assert "KERAS_BACKEND=tensorflow with TensorFlow installed" in message, line
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tensorflow") is not None, reason="TensorFlow is installed here")
+def test_without_tensorflow_the_tensorflow_backend_says_what_to_install_and_where_the_layer_runs():
+    env = dict(os.environ, KERAS_BACKEND="tensorflow")
+    result = subprocess.run([sys.executable, "-c", "import grad_reverse"], capture_output=True, text=True, env=env)
+    assert result.returncode == 1
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("ImportError: grad_reverse needs TensorFlow 2.15 to 2.21, and none is installed here")
+    assert "set KERAS_BACKEND=jax or torch" in last
