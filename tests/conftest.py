@@ -4,6 +4,7 @@ Markers (registered in pyproject.toml): `slow` (trains the whole demo,
 trains or builds in subprocesses, large tensors), `build` (packaging and
 the build: every test in tests/packaging/, marked here)."""
 
+import importlib.util
 import os
 from pathlib import Path
 
@@ -11,9 +12,15 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
 import pytest
 
-from helpers.serving import keras_dann, keras_export, runner  # noqa: F401 (runner: a fixture)
+from grad_reverse._backend import TENSORFLOW, keras_backend
 from helpers.skips import pytest_terminal_summary  # noqa: F401 (a hook)
-from helpers.tensors import DTYPES
+
+# tests/backends/ also runs where Keras runs on JAX or PyTorch, without
+# TensorFlow: the fixtures below need TensorFlow as Keras' backend.
+ON_TENSORFLOW = importlib.util.find_spec("tensorflow") is not None and keras_backend() == TENSORFLOW
+if ON_TENSORFLOW:
+    from helpers.serving import keras_dann, keras_export, runner  # noqa: F401 (runner: a fixture)
+    from helpers.tensors import DTYPES
 
 
 # Fixtures whose set-up trains the whole demo or compiles a program: every
@@ -32,13 +39,14 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.build)
 
 
-@pytest.fixture(params=DTYPES, ids=lambda d: d.name)
-def dtype(request):
-    return request.param
+if ON_TENSORFLOW:
 
+    @pytest.fixture(params=DTYPES, ids=lambda d: d.name)
+    def dtype(request):
+        return request.param
 
-@pytest.fixture(scope="session")
-def small_export(tmp_path_factory):
-    """A Keras DANN export holding the op: the SRC of the make-servable tests,
-    which only read it (exported once per session)."""
-    return keras_export(keras_dann(), tmp_path_factory.mktemp("small") / "export")
+    @pytest.fixture(scope="session")
+    def small_export(tmp_path_factory):
+        """A Keras DANN export holding the op: the SRC of the make-servable tests,
+        which only read it (exported once per session)."""
+        return keras_export(keras_dann(), tmp_path_factory.mktemp("small") / "export")

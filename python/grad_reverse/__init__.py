@@ -4,6 +4,12 @@ Importing the package loads the op library (once) and registers the
 gradients of `GradReverse` and `GradReverseGrad` by op type. Import it before
 loading a SavedModel that contains the op.
 
+That is when Keras runs on TensorFlow. When it runs on JAX or PyTorch
+(KERAS_BACKEND), the package is the `GradReverse` layer alone, on a custom
+gradient native to that backend (`backend_layer`), and importing it loads
+nothing of TensorFlow; the other public names raise an ImportError that says
+they need the TensorFlow backend (`_backend`).
+
 Public names: `grad_reverse`, `GradReverse`, `DANN`, `CDAN` and `MDD` (Keras
 models that wire domain-adversarial training), `DANNLearningRateSchedule`,
 `DANNLambdaSchedule`, `dann_lambda`, `BUILD_INFO`, `SUPPORTED_DTYPES`, and the modules `reference`
@@ -13,7 +19,7 @@ The package's own command line (`python -m grad_reverse`) loads the library
 itself, once it has set TensorFlow's environment: see `_startup`.
 """
 
-from grad_reverse import _startup
+from grad_reverse import _backend, _startup
 
 __version__ = "0.1.0"
 
@@ -34,6 +40,13 @@ __all__ = [
 ]
 
 
+# The names a JAX or PyTorch backend gets; the rest of __all__ needs TensorFlow.
+_ANY_BACKEND = ("GradReverse", "__version__")
+# The backend the import found; None while the command line starts (its `_load()`
+# checks the backend through `_loader`).
+_backend_name = None
+
+
 def _load() -> None:
     """Imports TensorFlow and the public API: loads the library, registers the gradients."""
     global BUILD_INFO, CDAN, DANN, DANNLambdaSchedule, DANNLearningRateSchedule, GradReverse, MDD
@@ -52,10 +65,31 @@ def _load() -> None:
         from grad_reverse import serving
 
 
+def _load_other_backend() -> None:
+    """The layer on Keras' JAX or PyTorch backend: no TensorFlow, no op library."""
+    global GradReverse, __all__
+    from grad_reverse.backend_layer import GradReverse
+
+    __all__ = list(_ANY_BACKEND)
+
+
 # Public names asked for before `_load()` ran (while the command line starts) load the package.
-__getattr__ = _startup.package_getattr(
+_tensorflow_getattr = _startup.package_getattr(
     __name__, _load, frozenset(__all__) - {"__version__"}, submodules=frozenset({"reference", "serving"})
 )
 
+
+def __getattr__(name: str):
+    if _backend_name not in (None, _backend.TENSORFLOW) and name in _TENSORFLOW_ONLY:
+        raise _backend.tensorflow_only(f"grad_reverse.{name}", _backend_name)
+    return _tensorflow_getattr(name)
+
+
+_TENSORFLOW_ONLY = frozenset(__all__) - frozenset(_ANY_BACKEND)
+
 if not _startup.starting_command_line():
-    _load()
+    _backend_name = _backend.keras_backend()
+    if _backend_name == _backend.TENSORFLOW:
+        _load()
+    else:
+        _load_other_backend()

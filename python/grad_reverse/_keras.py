@@ -12,13 +12,9 @@ same one as the user's model. Code that needs a Keras 3-only API checks
 
 from __future__ import annotations
 
-import os
 from types import ModuleType
 
-
-def legacy_keras_requested() -> bool:
-    """TensorFlow's own switch for tf.keras 2 (tf-keras) on TensorFlow 2.16+."""
-    return os.environ.get("TF_USE_LEGACY_KERAS", "").strip().lower() in ("1", "true", "yes")
+from grad_reverse._backend import legacy_keras_requested
 
 
 def _load() -> ModuleType:

@@ -18,10 +18,16 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Optional
 
+from grad_reverse._backend import require_tensorflow_backend
+
 # The first import of TensorFlow in the package (grad_reverse/__init__.py
 # imports this module first): the wheel does not install TensorFlow (it cannot
 # know whether the user wants `tensorflow` or `tensorflow-cpu`).
 try:
+    # Every TensorFlow-only module of the package imports this one, directly
+    # or not: on Keras' JAX or PyTorch backend they say so here, before
+    # TensorFlow (a TensorFlowOnly error, which the except below lets pass).
+    require_tensorflow_backend("The native op library")
     import tensorflow as tf
 except ModuleNotFoundError as error:
     if error.name != "tensorflow":
@@ -30,7 +36,9 @@ except ModuleNotFoundError as error:
         "grad_reverse needs TensorFlow 2.15 or newer (its own C++ libraries for 2.15 to 2.21, its "
         "stable-ABI library for any later release), and none is installed here: "
         '`pip install tensorflow` (with GPU support on Linux: `pip install "tensorflow[and-cuda]"`) '
-        "or `pip install tensorflow-cpu`, then import grad_reverse again."
+        "or `pip install tensorflow-cpu`, then import grad_reverse again. "
+        "(For the GradReverse layer alone on Keras' JAX or PyTorch backend, set KERAS_BACKEND=jax or torch: "
+        "docs/keras-backends.md.)"
     ) from None
 
 from grad_reverse._elf import elf_problem

@@ -29,6 +29,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from grad_reverse._backend import require_tensorflow_backend
+
 from grad_reverse.serving.cli import add_cli, main
 from grad_reverse.serving.constants import SERVING_TAG
 
@@ -53,6 +55,8 @@ __all__ = ["SERVING_TAG", "add_cli", "main", *sorted(_LAZY)]
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
+        # Its modules import TensorFlow: on Keras' JAX or PyTorch backend, say so first.
+        require_tensorflow_backend(f"grad_reverse.serving.{name}")
         value = getattr(importlib.import_module(f"grad_reverse.serving.{_LAZY[name]}"), name)
         globals()[name] = value
         return value
