@@ -61,14 +61,71 @@ bool ForceCpuPath(const std::string& name);
 // variant that writes with non-temporal stores (the portable path has none).
 NegScaleFn NegScaleCpuFunction(DType dtype, bool streaming_stores = false);
 
-// Outputs at least this large go to memory with streaming stores: they do not
-// fit the caches a shard's core shares, so the stores need not read the
-// output's cache lines first (a third of the bytes a regular pass moves).
+// Outputs at least this large may go to memory with streaming stores: they
+// do not fit the caches a shard's core shares, so the stores need not read
+// the output's cache lines first (a third of the bytes a regular pass moves).
+// Whether that wins depends on the machine: where a fresh output's pages are
+// faulted in (zeroed by the kernel, so already in cache) plain stores can be
+// faster. So by default each process measures (see StorePass).
 constexpr int64_t kStreamingStoresMinBytes = int64_t{16} << 20;
 
-// Whether the kernel should write `bytes` bytes to `out` with streaming
-// stores: out of place and at least kStreamingStoresMinBytes.
+// The streaming-store choice for passes of kStreamingStoresMinBytes or more,
+// out of place (a pass in place, or a smaller one, always uses plain stores).
+// GRAD_REVERSE_STREAMING_STORES (read once, at the first use): `auto` or
+// unset measures, `on` and `off` force; ForceStreamingStores overrides it at
+// run time. `auto` times the first 2 * kStreamingCalibrationPairs eligible
+// passes of the process, plain and streaming stores alternately, and keeps
+// StreamingStoresWin's verdict for the rest of the process.
+constexpr int kStreamingCalibrationPairs = 7;
+
+// Streaming stores must be faster than plain ones by more than this fraction
+// (the median over pairs of plain time / streaming time above 1 + margin):
+// on a tie, plain stores, which never lose much where pages are faulted in.
+constexpr double kStreamingStoresMargin = 0.03;
+
+// The calibration's decision from its measurements, a pure function:
+// `plain[i]` and `streaming[i]` are the seconds per byte of pair i's two
+// passes. True when the median over the pairs of plain[i] / streaming[i] is
+// above 1 + kStreamingStoresMargin. False for pairs < 1 or a non-positive time.
+bool StreamingStoresWin(const double* plain, const double* streaming, int pairs);
+
+// "auto", "on" or "off" from now on in this library ("auto": the
+// environment's choice again; a finished calibration is kept). Returns false,
+// changing nothing, for another name.
+bool ForceStreamingStores(const std::string& mode);
+
+// Which stores a large out-of-place pass uses now and why, e.g. "off (measured:
+// ...)", "on (forced: GRAD_REVERSE_STREAMING_STORES=on)"; empty error text is
+// never returned (an invalid variable reads as `auto`, and says so).
+std::string StreamingStoresState();
+
+// Whether a pass that writes `bytes` bytes from `in` to `out` would use
+// streaming stores now (no calibration sample is taken: while `auto` is still
+// measuring, false).
 bool UseStreamingStores(const void* in, const void* out, int64_t bytes);
+
+// How many passes (StorePass objects) in this library have been given
+// streaming stores so far: what tests read to see a choice honoured.
+int64_t StreamingStorePasses();
+
+// One pass's stores: construct it before the pass (over every shard), read
+// streaming(), and let it go out of scope when the pass is done. While `auto`
+// is measuring, an eligible pass is a calibration sample: it is given plain or
+// streaming stores in turn and timed from construction to destruction.
+class StorePass {
+ public:
+  StorePass(const void* in, const void* out, int64_t bytes);
+  ~StorePass();
+  StorePass(const StorePass&) = delete;
+  StorePass& operator=(const StorePass&) = delete;
+  bool streaming() const { return streaming_; }
+
+ private:
+  bool streaming_ = false;
+  int sample_ = -1;  // the calibration slot this pass fills, or -1
+  int64_t bytes_ = 0;
+  int64_t start_ns_ = 0;
+};
 
 }  // namespace grad_reverse
 

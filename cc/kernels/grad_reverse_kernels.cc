@@ -41,10 +41,10 @@ struct OnCpu {
   static void Run(OpKernelContext* ctx, const Tensor& dy, float lambda, Tensor* dx) {
     const std::string path_error = grad_reverse::CpuPathError();
     OP_REQUIRES(ctx, path_error.empty(), absl::FailedPreconditionError(path_error));
-    const bool streaming =
-        grad_reverse::UseStreamingStores(dy.data(), dx->data(), dy.NumElements() * sizeof(T));
+    // Times the pass while the streaming-store choice is being measured.
+    const grad_reverse::StorePass stores(dy.data(), dx->data(), dy.NumElements() * sizeof(T));
     const grad_reverse::NegScaleFn kernel =
-        grad_reverse::NegScaleCpuFunction(KernelDType<T>(), streaming);
+        grad_reverse::NegScaleCpuFunction(KernelDType<T>(), stores.streaming());
     const float scale = -lambda;
     const char* in = static_cast<const char*>(dy.data());
     char* out = static_cast<char*>(dx->data());

@@ -197,9 +197,10 @@ void GradReverseGradCpuCompute(void*, TF_OpKernelContext* ctx) {
   if (n > 0) {
     const int64_t size = TF_DataTypeSize(type);
     char* out = static_cast<char*>(TF_TensorData(dx));
-    const bool streaming = grad_reverse::UseStreamingStores(in, out, n * size);
+    // Times the pass while the streaming-store choice is being measured.
+    const grad_reverse::StorePass stores(in, out, n * size);
     const grad_reverse::NegScaleFn kernel =
-        grad_reverse::NegScaleCpuFunction(KernelDType(type), streaming);
+        grad_reverse::NegScaleCpuFunction(KernelDType(type), stores.streaming());
     const float scale = -lambda;
     // Shards start on 64-byte boundaries of the buffer.
     grad_reverse::ParallelFor(n, 64 / size, kMinShardBytes / size,
