@@ -76,7 +76,7 @@ constexpr int64_t kStreamingStoresMinBytes = int64_t{16} << 20;
 // run time. `auto` times the first 2 * kStreamingCalibrationPairs eligible
 // passes of the process, plain and streaming stores alternately, and keeps
 // StreamingStoresWin's verdict for the rest of the process.
-constexpr int kStreamingCalibrationPairs = 7;
+constexpr int kStreamingCalibrationPairs = 15;
 
 // Streaming stores must be faster than plain ones by more than this fraction
 // (the fastest plain pass over the fastest streaming pass above 1 + margin):

@@ -17,7 +17,7 @@ from grad_reverse import _library_calls, info, options
 from grad_reverse.bench import cases, regime
 
 LARGE = 1 << 22  # float32: 16 MiB, the smallest output that may stream
-PAIRS = 7  # kStreamingCalibrationPairs
+PAIRS = 15  # kStreamingCalibrationPairs
 
 
 def decisions():
