@@ -103,6 +103,6 @@ def _panel_labels(sizes):
 def test_the_plot_shades_the_page_fault_bound_sizes_and_draws_the_in_place_case_there():
     labels = _panel_labels((1 << 20, 1 << 24, 1 << 26))
     assert any(label.startswith("page-fault bound") for label in labels)
-    assert "native (tf.function, dy made in the graph: in place)" in labels
+    assert "native (tf.function, in place)" in labels
     labels = _panel_labels((1 << 10, 1 << 20))
     assert not any(label.startswith("page-fault bound") or "in place" in label for label in labels)

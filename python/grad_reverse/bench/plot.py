@@ -45,7 +45,7 @@ def _panel(ax, results: Sequence[Result], kind: str) -> None:
             color=COLORS[impl],
             marker="s",
             markersize=3,
-            label=f"{impl} (tf.function, dy made in the graph: in place)",
+            label=f"{impl} (tf.function, in place)",
         )
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
@@ -96,7 +96,7 @@ def _page_fault_zone(ax, rows: Sequence[Result]) -> None:
         edgecolor="goldenrod",
         alpha=0.6,
         zorder=0,
-        label=f"page-fault bound: a fresh dx of {PAGE_FAULT_BOUND_BYTES >> 20} MiB or more\nis faulted in at every call",
+        label=f"page-fault bound (fresh dx >= {PAGE_FAULT_BOUND_BYTES >> 20} MiB)",
     )
 
 
@@ -114,7 +114,10 @@ def plot(results: Sequence[Result], path: Path, title: str) -> None:
     axes[0][0].set_ylabel("seconds per forward+backward (median)")
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.suptitle(f"{title}\n{FLOOR_NOTE}", fontsize=10)
-    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=7, frameon=False)
-    fig.tight_layout(rect=(0, 0.17, 1, 1))
+    # Three columns where the in-place case and the page-fault zone add entries.
+    columns = 4 if len(labels) <= 12 and not any("in place" in label for label in labels) else 3
+    rows = -(-len(labels) // columns)
+    fig.legend(handles, labels, loc="lower center", ncol=columns, fontsize=7, frameon=False)
+    fig.tight_layout(rect=(0, 0.17 + 0.03 * max(0, rows - 3), 1, 1))
     fig.savefig(path, dpi=120)
     plt.close(fig)
