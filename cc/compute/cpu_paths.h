@@ -48,8 +48,10 @@ std::vector<std::string> SupportedCpuPathNames();
 // fastest supported (also when GRAD_REVERSE_CPU_PATH is invalid).
 CpuPath ActiveCpuPath();
 
-// Empty, or why GRAD_REVERSE_CPU_PATH cannot be honoured (while no path is
-// forced with ForceCpuPath).
+// Empty, or why the CPU kernels' environment cannot be honoured: an invalid
+// GRAD_REVERSE_CPU_PATH (while no path is forced with ForceCpuPath), or an
+// invalid GRAD_REVERSE_STREAMING_STORES (while no choice is forced with
+// ForceStreamingStores). The kernels fail with it rather than guess.
 std::string CpuPathError();
 
 // Uses the path named `name` ("auto": the environment's choice again) from now
@@ -88,9 +90,8 @@ constexpr double kStreamingStoresMargin = 0.03;
 // passes. True when the fastest plain pass over the fastest streaming pass is
 // above 1 + kStreamingStoresMargin: load on a shared machine only slows a
 // pass, so each kind's fastest is what it does at the quietest moment the
-// pairs met (the median of the pairs' ratios, tried first, read 1.01-1.02
-// on a loaded 2-core VM where streaming stores were 10-20 % faster side by
-// side). False for pairs < 1 or a non-positive time.
+// pairs met, where a median of the pairs' ratios follows the load
+// (docs/benchmark.md). False for pairs < 1 or a non-positive time.
 bool StreamingStoresWin(const double* plain, const double* streaming, int pairs);
 
 // "auto", "on" or "off" from now on in this library ("auto": the
@@ -98,9 +99,9 @@ bool StreamingStoresWin(const double* plain, const double* streaming, int pairs)
 // changing nothing, for another name.
 bool ForceStreamingStores(const std::string& mode);
 
-// Which stores a large out-of-place pass uses now and why, e.g. "off (measured:
-// ...)", "on (forced: GRAD_REVERSE_STREAMING_STORES=on)"; empty error text is
-// never returned (an invalid variable reads as `auto`, and says so).
+// Which stores a large out-of-place pass uses now and why, e.g. "off (auto,
+// measured: ...)" or "on (forced: GRAD_REVERSE_STREAMING_STORES=on)"; for an
+// invalid variable, "error: " and what CpuPathError says.
 std::string StreamingStoresState();
 
 // Whether a pass that writes `bytes` bytes from `in` to `out` would use

@@ -178,8 +178,8 @@ StoresChoice ReadStoresEnvironment() {
   if (index >= 0) {
     choice.mode = static_cast<StoresMode>(index);
   } else {
-    choice.error =
-        std::string(kStoresVariable) + "='" + value + "' is not auto, on or off; read as auto";
+    choice.error = std::string(kStoresVariable) + "='" + value +
+                   "' is not a streaming-store mode; accepted: auto, on, off";
   }
   return choice;
 }
@@ -272,7 +272,11 @@ CpuPath ActiveCpuPath() {
 }
 
 std::string CpuPathError() {
-  return forced_path.load(std::memory_order_relaxed) >= 0 ? std::string() : Environment().error;
+  if (forced_path.load(std::memory_order_relaxed) < 0 && !Environment().error.empty()) {
+    return Environment().error;
+  }
+  if (forced_stores.load(std::memory_order_relaxed) == 0) return StoresEnvironment().error;
+  return std::string();
 }
 
 bool ForceCpuPath(const std::string& name) {
@@ -315,17 +319,17 @@ std::string StreamingStoresState() {
     return on_off + (forced > 0 ? " (forced at run time)"
                                 : " (forced: " + std::string(kStoresVariable) + "=" + on_off + ")");
   }
-  const std::string note =
-      StoresEnvironment().error.empty() ? "" : "; " + StoresEnvironment().error;
+  if (forced == 0 && !StoresEnvironment().error.empty())
+    return "error: " + StoresEnvironment().error;
   Calibration& calibration = TheCalibration();
   std::lock_guard<std::mutex> lock(calibration.mutex);
   if (!calibration.decided) {
     return "not decided yet (auto: the first " + std::to_string(2 * kStreamingCalibrationPairs) +
            " out-of-place passes of " + std::to_string(kStreamingStoresMinBytes >> 20) +
-           " MiB or more time plain and streaming stores in turn" + note + ")";
+           " MiB or more time plain and streaming stores in turn)";
   }
   return std::string(calibration.streaming ? "on" : "off") +
-         " (auto, measured: " + calibration.summary + note + ")";
+         " (auto, measured: " + calibration.summary + ")";
 }
 
 bool UseStreamingStores(const void* in, const void* out, int64_t bytes) {

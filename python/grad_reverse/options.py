@@ -117,7 +117,8 @@ def streaming_stores() -> str:
     """Whether the loaded op library's large out-of-place CPU passes use
     streaming stores, and why: forced (GRAD_REVERSE_STREAMING_STORES or
     `set_streaming_stores`), or under `auto` what the measurement found (or
-    that it has not run yet)."""
+    that it has not run yet); `error: ...` for an invalid
+    GRAD_REVERSE_STREAMING_STORES, with which the CPU backward fails."""
     from grad_reverse import _library_calls
 
     return _library_calls.streaming_stores()

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -126,11 +127,66 @@ def test_the_environment_variable_forces_the_choice(value, passes):
 
 
 def test_auto_measures_the_first_passes_then_keeps_its_verdict():
-    # An unknown value reads as auto, and says so.
-    before, after, count = run_passes("maybe", 2 * PAIRS + 3)
+    before, after, count = run_passes("auto", 2 * PAIRS + 3)
     assert before.startswith(f"not decided yet (auto: the first {2 * PAIRS} out-of-place passes of 16 MiB")
-    assert "GRAD_REVERSE_STREAMING_STORES='maybe' is not auto, on or off; read as auto" in before
     verdict = after.split(" ")[0]
     assert verdict in ("on", "off") and "(auto, measured: fastest plain / fastest streaming pass " in after
     # Half the samples streamed; after the verdict, the 3 passes follow it.
     assert int(count) == PAIRS + (3 if verdict == "on" else 0)
+
+
+def test_a_dann_fit_step_writes_the_gradient_into_dy_and_a_step_keeping_dy_does_not(restore_stores):
+    """With streaming stores forced on, every out-of-place pass of 16 MiB or
+    more is counted; in place never streams. DANN's fit sends 1024 x 4096
+    float32 features (16 MiB) through the GRL: no pass counted, so the
+    backward wrote into dy's buffer. A step that also returns the GRL's dy
+    leaves TensorFlow nothing to forward: one pass per step."""
+    from grad_reverse._keras import keras
+
+    options.set_streaming_stores("on")
+    rng = np.random.default_rng(0)
+    points, width = 1024, 4096
+    xs, xt = rng.standard_normal((2, points, 8)).astype("float32")
+    ys = rng.integers(0, 2, points)
+    keras.utils.set_random_seed(0)
+    features = keras.Sequential([keras.Input((8,)), keras.layers.Dense(width, activation="relu")])
+    label_head = keras.Sequential([keras.Input((width,)), keras.layers.Dense(2)])
+    domain_head = keras.Sequential([keras.Input((width,)), keras.layers.Dense(1)])
+    model = grad_reverse.DANN(features, label_head, domain_head)
+    model.compile(optimizer="sgd", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    before = _library_calls.streaming_store_passes()
+    model.fit(xs, ys, target=xt, batch_size=points, epochs=2, verbose=0)  # 2 epochs of 2 steps (512 + 512 points)
+    assert _library_calls.streaming_store_passes() == before
+
+    x = tf.constant(xs)
+
+    @tf.function
+    def step_keeping_dy():
+        with tf.GradientTape(persistent=True) as tape:
+            h = features(x)
+            tape.watch(h)
+            r = grad_reverse.grad_reverse(h, 0.5)
+            loss = tf.reduce_sum(domain_head(r))
+        return tape.gradient(loss, r), tape.gradient(loss, h)  # dy of the GRL, kept; dx
+
+    step_keeping_dy()
+    before = _library_calls.streaming_store_passes()
+    step_keeping_dy()
+    assert _library_calls.streaming_store_passes() == before + 1
+
+
+def test_an_invalid_variable_fails_the_kernel_naming_the_accepted_modes():
+    code = """
+        import tensorflow as tf
+        import grad_reverse
+        from grad_reverse import options
+        print(options.streaming_stores())
+        grad_reverse.ops._library.grad_reverse_grad(tf.ones([2]), 1.0)
+    """
+    env = {**os.environ, options.STREAMING_STORES_VARIABLE: "maybe", "TF_CPP_MIN_LOG_LEVEL": "3"}
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True, timeout=300
+    )
+    message = "GRAD_REVERSE_STREAMING_STORES='maybe' is not a streaming-store mode; accepted: auto, on, off"
+    assert done.returncode != 0 and "FailedPreconditionError" in done.stderr and message in done.stderr
+    assert done.stdout.strip() == f"error: {message}"
