@@ -48,8 +48,10 @@ std::vector<std::string> SupportedCpuPathNames();
 // fastest supported (also when GRAD_REVERSE_CPU_PATH is invalid).
 CpuPath ActiveCpuPath();
 
-// Empty, or why GRAD_REVERSE_CPU_PATH cannot be honoured (while no path is
-// forced with ForceCpuPath).
+// Empty, or why the CPU kernels' environment cannot be honoured: an invalid
+// GRAD_REVERSE_CPU_PATH (while no path is forced with ForceCpuPath), or an
+// invalid GRAD_REVERSE_STREAMING_STORES (while no choice is forced with
+// ForceStreamingStores). The kernels fail with it rather than guess.
 std::string CpuPathError();
 
 // Uses the path named `name` ("auto": the environment's choice again) from now
@@ -61,14 +63,74 @@ bool ForceCpuPath(const std::string& name);
 // variant that writes with non-temporal stores (the portable path has none).
 NegScaleFn NegScaleCpuFunction(DType dtype, bool streaming_stores = false);
 
-// Outputs at least this large go to memory with streaming stores: they do not
-// fit the caches a shard's core shares, so the stores need not read the
-// output's cache lines first (a third of the bytes a regular pass moves).
+// Outputs at least this large may go to memory with streaming stores: they
+// do not fit the caches a shard's core shares, so the stores need not read
+// the output's cache lines first (a third of the bytes a regular pass moves).
+// Whether that wins depends on the machine: where a fresh output's pages are
+// faulted in (zeroed by the kernel, so already in cache) plain stores can be
+// faster. So by default each process measures (see StorePass).
 constexpr int64_t kStreamingStoresMinBytes = int64_t{16} << 20;
 
-// Whether the kernel should write `bytes` bytes to `out` with streaming
-// stores: out of place and at least kStreamingStoresMinBytes.
+// The streaming-store choice for passes of kStreamingStoresMinBytes or more,
+// out of place (a pass in place, or a smaller one, always uses plain stores).
+// GRAD_REVERSE_STREAMING_STORES (read once, at the first use): `auto` or
+// unset measures, `on` and `off` force; ForceStreamingStores overrides it at
+// run time. `auto` times the first 2 * kStreamingCalibrationPairs eligible
+// passes of the process, plain and streaming stores alternately, and keeps
+// StreamingStoresWin's verdict for the rest of the process.
+constexpr int kStreamingCalibrationPairs = 15;
+
+// Streaming stores must be faster than plain ones by more than this fraction
+// (the fastest plain pass over the fastest streaming pass above 1 + margin):
+// on a tie, plain stores, which never lose much where pages are faulted in.
+constexpr double kStreamingStoresMargin = 0.03;
+
+// The calibration's decision from its measurements, a pure function:
+// `plain[i]` and `streaming[i]` are the seconds per byte of pair i's two
+// passes. True when the fastest plain pass over the fastest streaming pass is
+// above 1 + kStreamingStoresMargin: load on a shared machine only slows a
+// pass, so each kind's fastest is what it does at the quietest moment the
+// pairs met, where a median of the pairs' ratios follows the load
+// (docs/benchmark.md). False for pairs < 1 or a non-positive time.
+bool StreamingStoresWin(const double* plain, const double* streaming, int pairs);
+
+// "auto", "on" or "off" from now on in this library ("auto": the
+// environment's choice again; a finished calibration is kept). Returns false,
+// changing nothing, for another name.
+bool ForceStreamingStores(const std::string& mode);
+
+// Which stores a large out-of-place pass uses now and why, e.g. "off (auto,
+// measured: ...)" or "on (forced: GRAD_REVERSE_STREAMING_STORES=on)"; for an
+// invalid variable, "error: " and what CpuPathError says.
+std::string StreamingStoresState();
+
+// Whether a pass that writes `bytes` bytes from `in` to `out` would use
+// streaming stores now (no calibration sample is taken: while `auto` is still
+// measuring, false).
 bool UseStreamingStores(const void* in, const void* out, int64_t bytes);
+
+// How many passes (StorePass objects) in this library have been given
+// streaming stores so far: what tests read to see a choice honoured.
+int64_t StreamingStorePasses();
+
+// One pass's stores: construct it before the pass (over every shard), read
+// streaming(), and let it go out of scope when the pass is done. While `auto`
+// is measuring, an eligible pass is a calibration sample: it is given plain or
+// streaming stores in turn and timed from construction to destruction.
+class StorePass {
+ public:
+  StorePass(const void* in, const void* out, int64_t bytes);
+  ~StorePass();
+  StorePass(const StorePass&) = delete;
+  StorePass& operator=(const StorePass&) = delete;
+  bool streaming() const { return streaming_; }
+
+ private:
+  bool streaming_ = false;
+  int sample_ = -1;  // the calibration slot this pass fills, or -1
+  int64_t bytes_ = 0;
+  int64_t start_ns_ = 0;
+};
 
 }  // namespace grad_reverse
 

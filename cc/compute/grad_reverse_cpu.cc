@@ -2,9 +2,13 @@
 // them and the x86 vector ones (cpu_paths.h). TensorFlow's CPU OpKernel runs
 // the chosen kernel on shards over its intra-op pool; the pybind11 module runs
 // it on one thread.
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -147,6 +151,98 @@ const EnvironmentChoice& Environment() {
 // The path set by ForceCpuPath, or -1.
 std::atomic<int> forced_path{-1};
 
+// ------------------------------------------------------- streaming stores ----
+
+enum class StoresMode : int { kAuto = 0, kOn = 1, kOff = 2 };
+constexpr const char* kStoresModeNames[] = {"auto", "on", "off"};
+constexpr const char* kStoresVariable = "GRAD_REVERSE_STREAMING_STORES";
+constexpr int kCalibrationSamples = 2 * kStreamingCalibrationPairs;
+
+int StoresModeIndex(const std::string& name) {
+  for (int m = 0; m < 3; ++m) {
+    if (name == kStoresModeNames[m]) return m;
+  }
+  return -1;
+}
+
+struct StoresChoice {
+  StoresMode mode = StoresMode::kAuto;
+  std::string error;  // why the variable's value was not honoured, or empty
+};
+
+StoresChoice ReadStoresEnvironment() {
+  StoresChoice choice;
+  const char* value = std::getenv(kStoresVariable);
+  if (value == nullptr || *value == '\0') return choice;
+  const int index = StoresModeIndex(value);
+  if (index >= 0) {
+    choice.mode = static_cast<StoresMode>(index);
+  } else {
+    choice.error = std::string(kStoresVariable) + "='" + value +
+                   "' is not a streaming-store mode; accepted: auto, on, off";
+  }
+  return choice;
+}
+
+const StoresChoice& StoresEnvironment() {
+  static const StoresChoice choice = ReadStoresEnvironment();
+  return choice;
+}
+
+// The mode set by ForceStreamingStores (0: auto, the environment's choice).
+std::atomic<int> forced_stores{0};
+
+StoresMode ActiveStoresMode() {
+  const int forced = forced_stores.load(std::memory_order_relaxed);
+  return forced > 0 ? static_cast<StoresMode>(forced) : StoresEnvironment().mode;
+}
+
+// Pair i is samples 2i and 2i + 1; which of the two streams alternates from
+// pair to pair, so neither kind always runs first (a machine's state drifts).
+bool SampleIsStreaming(int sample) { return (sample % 2 == 1) == ((sample / 2) % 2 == 0); }
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+struct Calibration {
+  std::mutex mutex;
+  int next_sample = 0;   // slots handed out
+  int samples_done = 0;  // slots filled
+  double plain_times[kStreamingCalibrationPairs] = {};
+  double streaming_times[kStreamingCalibrationPairs] = {};
+  bool decided = false;
+  bool streaming = false;
+  std::string summary;
+
+  void Decide() {
+    streaming = StreamingStoresWin(plain_times, streaming_times, kStreamingCalibrationPairs);
+    constexpr int kPairs = kStreamingCalibrationPairs;
+    double ratios[kPairs];
+    for (int i = 0; i < kPairs; ++i) ratios[i] = plain_times[i] / streaming_times[i];
+    std::sort(ratios, ratios + kPairs);
+    const double fastest = *std::min_element(plain_times, plain_times + kPairs) /
+                           *std::min_element(streaming_times, streaming_times + kPairs);
+    char text[200];
+    std::snprintf(text, sizeof(text),
+                  "fastest plain / fastest streaming pass %.2f over %d pairs, streaming needs "
+                  "> %.2f; pair by pair %.2f-%.2f",
+                  fastest, kPairs, 1.0 + kStreamingStoresMargin, ratios[0], ratios[kPairs - 1]);
+    summary = text;
+    decided = true;
+  }
+};
+
+std::atomic<int64_t> streaming_store_passes{0};
+
+// Never destroyed, like the thread pool (a pass may run during exit()).
+Calibration& TheCalibration() {
+  static Calibration* calibration = new Calibration();
+  return *calibration;
+}
+
 }  // namespace
 
 const char* CpuPathName(CpuPath path) {
@@ -176,7 +272,11 @@ CpuPath ActiveCpuPath() {
 }
 
 std::string CpuPathError() {
-  return forced_path.load(std::memory_order_relaxed) >= 0 ? std::string() : Environment().error;
+  if (forced_path.load(std::memory_order_relaxed) < 0 && !Environment().error.empty()) {
+    return Environment().error;
+  }
+  if (forced_stores.load(std::memory_order_relaxed) == 0) return StoresEnvironment().error;
+  return std::string();
 }
 
 bool ForceCpuPath(const std::string& name) {
@@ -194,8 +294,98 @@ NegScaleFn NegScaleCpuFunction(DType dtype, bool streaming_stores) {
   return KernelsOf(ActiveCpuPath(), streaming_stores)[static_cast<int>(dtype)];
 }
 
+bool StreamingStoresWin(const double* plain, const double* streaming, int pairs) {
+  if (pairs < 1) return false;
+  for (int i = 0; i < pairs; ++i) {
+    if (!(plain[i] > 0.0) || !(streaming[i] > 0.0)) return false;
+  }
+  const double fastest_plain = *std::min_element(plain, plain + pairs);
+  const double fastest_streaming = *std::min_element(streaming, streaming + pairs);
+  return fastest_plain / fastest_streaming > 1.0 + kStreamingStoresMargin;
+}
+
+bool ForceStreamingStores(const std::string& mode) {
+  const int index = StoresModeIndex(mode);
+  if (index < 0) return false;
+  forced_stores.store(index, std::memory_order_relaxed);
+  return true;
+}
+
+std::string StreamingStoresState() {
+  const int forced = forced_stores.load(std::memory_order_relaxed);
+  const StoresMode mode = forced > 0 ? static_cast<StoresMode>(forced) : StoresEnvironment().mode;
+  if (mode != StoresMode::kAuto) {
+    const std::string on_off = mode == StoresMode::kOn ? "on" : "off";
+    return on_off + (forced > 0 ? " (forced at run time)"
+                                : " (forced: " + std::string(kStoresVariable) + "=" + on_off + ")");
+  }
+  if (forced == 0 && !StoresEnvironment().error.empty())
+    return "error: " + StoresEnvironment().error;
+  Calibration& calibration = TheCalibration();
+  std::lock_guard<std::mutex> lock(calibration.mutex);
+  if (!calibration.decided) {
+    return "not decided yet (auto: the first " + std::to_string(2 * kStreamingCalibrationPairs) +
+           " out-of-place passes of " + std::to_string(kStreamingStoresMinBytes >> 20) +
+           " MiB or more time plain and streaming stores in turn)";
+  }
+  return std::string(calibration.streaming ? "on" : "off") +
+         " (auto, measured: " + calibration.summary + ")";
+}
+
 bool UseStreamingStores(const void* in, const void* out, int64_t bytes) {
-  return in != out && bytes >= kStreamingStoresMinBytes;
+  if (in == out || bytes < kStreamingStoresMinBytes) return false;
+  switch (ActiveStoresMode()) {
+    case StoresMode::kOn:
+      return true;
+    case StoresMode::kOff:
+      return false;
+    case StoresMode::kAuto:
+      break;
+  }
+  Calibration& calibration = TheCalibration();
+  std::lock_guard<std::mutex> lock(calibration.mutex);
+  return calibration.decided && calibration.streaming;
+}
+
+int64_t StreamingStorePasses() { return streaming_store_passes.load(std::memory_order_relaxed); }
+
+StorePass::StorePass(const void* in, const void* out, int64_t bytes) : bytes_(bytes) {
+  if (in == out || bytes < kStreamingStoresMinBytes) return;
+  switch (ActiveStoresMode()) {
+    case StoresMode::kOn:
+      streaming_ = true;
+      streaming_store_passes.fetch_add(1, std::memory_order_relaxed);
+      return;
+    case StoresMode::kOff:
+      return;
+    case StoresMode::kAuto:
+      break;
+  }
+  Calibration& calibration = TheCalibration();
+  {
+    std::lock_guard<std::mutex> lock(calibration.mutex);
+    if (calibration.decided || calibration.next_sample >= kCalibrationSamples) {
+      // Passes that arrive while the last samples run take plain stores.
+      streaming_ = calibration.decided && calibration.streaming;
+      if (streaming_) streaming_store_passes.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    sample_ = calibration.next_sample++;
+  }
+  streaming_ = SampleIsStreaming(sample_);
+  if (streaming_) streaming_store_passes.fetch_add(1, std::memory_order_relaxed);
+  start_ns_ = NowNs();
+}
+
+StorePass::~StorePass() {
+  if (sample_ < 0) return;
+  const double seconds_per_byte =
+      static_cast<double>(NowNs() - start_ns_) * 1e-9 / static_cast<double>(bytes_);
+  Calibration& calibration = TheCalibration();
+  std::lock_guard<std::mutex> lock(calibration.mutex);
+  (streaming_ ? calibration.streaming_times : calibration.plain_times)[sample_ / 2] =
+      seconds_per_byte;
+  if (++calibration.samples_done == kCalibrationSamples) calibration.Decide();
 }
 
 int DTypeSize(DType dtype) {
@@ -212,8 +402,8 @@ int DTypeSize(DType dtype) {
 }
 
 void NegScaleCpu(const void* in, void* out, int64_t n, float lambda, DType dtype) {
-  const bool streaming = UseStreamingStores(in, out, n * DTypeSize(dtype));
-  NegScaleCpuFunction(dtype, streaming)(in, out, n, -lambda);
+  const StorePass stores(in, out, n * DTypeSize(dtype));
+  NegScaleCpuFunction(dtype, stores.streaming())(in, out, n, -lambda);
 }
 
 }  // namespace grad_reverse

@@ -14,6 +14,24 @@
 
 namespace grad_reverse {
 
+// Passes smaller than this stay on the calling thread; larger ones get one
+// thread per this many bytes, up to the threads at hand, in both op
+// libraries. Measured on a 2-core VM (float32, out of place): 1 MiB split in
+// two ran at 0.53x the speed of one thread (waking a worker costs more than
+// half the pass), 4 MiB at 1.09x, 64 MiB at 0.95-1.06x (memory-bound either
+// way); docs/benchmark.md has the C++ library's figures.
+constexpr int64_t kMinShardBytes = int64_t{2} << 20;
+
+// How many threads a pass over `bytes` bytes is split over: one per
+// kMinShardBytes, at least 1, at most `threads`.
+constexpr int64_t ShardCount(int64_t bytes, int64_t threads) {
+  const int64_t by_size = bytes / kMinShardBytes;
+  return by_size < 1 ? 1 : (by_size < threads ? by_size : (threads < 1 ? 1 : threads));
+}
+static_assert(ShardCount(kMinShardBytes - 1, 8) == 1, "a pass under 2 MiB stays on the caller");
+static_assert(ShardCount(int64_t{5} << 20, 8) == 2, "one shard per whole 2 MiB");
+static_assert(ShardCount(int64_t{64} << 20, 2) == 2, "at most one shard per thread");
+
 // Calls fn(first, last) on disjoint ranges covering [0, n), each but the last
 // a multiple of `align` elements long, with at least `min_shard` elements per
 // range (small passes stay on the calling thread), on up to MaxThreads()

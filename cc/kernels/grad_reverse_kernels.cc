@@ -3,11 +3,14 @@
 // GPU kernel; the backward's GPU kernel is in grad_reverse_kernels_gpu.cc.
 #define EIGEN_USE_THREADS
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include "absl/status/status.h"
 #include "cc/compute/cpu_paths.h"
 #include "cc/compute/grad_reverse_launcher.h"
+#include "cc/compute/parallel_for.h"
 #include "cc/kernels/grad_reverse_kernels.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/register_types.h"
@@ -33,34 +36,48 @@ class GradReverseOp : public OpKernel {
 };
 
 // The framework-free CPU kernel of the path cpu_paths.h chooses (vector
-// registers for every type, conversions included), on shards of the intra-op
-// pool. Eigen's cost model sizes the shards, as for TensorFlow's own
-// element-wise ops, and keeps small tensors on the calling thread.
+// registers for every type, conversions included), on the intra-op pool as
+// the stable library shards it (parallel_for.h): passes under kMinShardBytes
+// on the calling thread, larger ones in one shard per kMinShardBytes, at most
+// one per thread. Eigen's cost model, which TensorFlow's element-wise ops use,
+// split a 1 MiB pass in two and ran it slower than one thread.
 struct OnCpu {
   template <typename T>
   static void Run(OpKernelContext* ctx, const Tensor& dy, float lambda, Tensor* dx) {
     const std::string path_error = grad_reverse::CpuPathError();
     OP_REQUIRES(ctx, path_error.empty(), absl::FailedPreconditionError(path_error));
-    const bool streaming =
-        grad_reverse::UseStreamingStores(dy.data(), dx->data(), dy.NumElements() * sizeof(T));
+    const int64_t n = dy.NumElements();
+    const int64_t bytes = n * static_cast<int64_t>(sizeof(T));
+    // Times the pass while the streaming-store choice is being measured.
+    const grad_reverse::StorePass stores(dy.data(), dx->data(), bytes);
     const grad_reverse::NegScaleFn kernel =
-        grad_reverse::NegScaleCpuFunction(KernelDType<T>(), streaming);
+        grad_reverse::NegScaleCpuFunction(KernelDType<T>(), stores.streaming());
     const float scale = -lambda;
     const char* in = static_cast<const char*>(dy.data());
     char* out = static_cast<char*>(dx->data());
-    // Per element: one load, one store, a multiply and two conversions at
-    // most, a few instructions shared by a vector's lanes.
-    const Eigen::TensorOpCost cost(sizeof(T), sizeof(T), 1.0);
-    ctx->eigen_device<CPUDevice>().parallelFor(
-        dy.NumElements(), cost,
-        // Shards start on 64-byte boundaries of the buffer.
-        [](Eigen::Index size) -> Eigen::Index {
-          constexpr Eigen::Index kLine = 64 / sizeof(T);
-          return (size + kLine - 1) / kLine * kLine;
-        },
-        [=](Eigen::Index first, Eigen::Index last) {
-          kernel(in + first * sizeof(T), out + first * sizeof(T), last - first, scale);
-        });
+    const CPUDevice& device = ctx->eigen_device<CPUDevice>();
+    const int64_t shards = grad_reverse::ShardCount(bytes, device.numThreads());
+    if (shards <= 1) {
+      if (n > 0) kernel(in, out, n, scale);
+      return;
+    }
+    // Equal shards, each starting on a 64-byte boundary of the buffer.
+    constexpr int64_t kLine = 64 / sizeof(T);
+    const int64_t shard = ((n + shards - 1) / shards + kLine - 1) / kLine * kLine;
+    // One unit per shard, each costing a whole shard's bytes, so that Eigen
+    // gives every shard a task of its own (the caller runs one).
+    const double shard_bytes = static_cast<double>(shard * sizeof(T));
+    device.parallelFor(shards, Eigen::TensorOpCost(shard_bytes, shard_bytes, shard_bytes),
+                       [=](Eigen::Index first, Eigen::Index last) {
+                         for (Eigen::Index s = first; s < last; ++s) {
+                           const int64_t begin = s * shard;
+                           const int64_t end = std::min(n, begin + shard);
+                           if (begin < end) {
+                             kernel(in + begin * sizeof(T), out + begin * sizeof(T), end - begin,
+                                    scale);
+                           }
+                         }
+                       });
   }
 };
 

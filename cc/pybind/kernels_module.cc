@@ -163,8 +163,8 @@ PYBIND11_MODULE(_kernels, m) {
         "out = -lambda_ * x on the CPU (single thread, on the path cpu_path() names) for a "
         "C-contiguous numpy array of float16, ml_dtypes.bfloat16, float32 or float64. `out` "
         "may be `x` (in place). half/bfloat16 are computed in float and rounded once. "
-        "streaming: None picks the stores as TensorFlow's kernel does (non-temporal for an "
-        "output of 16 MiB or more that is not x); True/False force them (tests).");
+        "streaming: None picks the stores as TensorFlow's kernel does (streaming_stores() "
+        "says which, for an output of 16 MiB or more that is not x); True/False force them.");
   m.def("cpu_path", &ActiveCpuPathName,
         "The CPU kernel path in use: 'portable', 'avx2', 'avx512' or 'avx512bf16'; the "
         "fastest this CPU supports unless GRAD_REVERSE_CPU_PATH (read once) or set_cpu_path "
@@ -175,6 +175,34 @@ PYBIND11_MODULE(_kernels, m) {
         "Force the CPU kernel path of this module ('auto': back to the default choice); "
         "ValueError for a path this CPU does not support. Affects only this module, not the "
         "TensorFlow op library (whose C function GradReverseSetCpuPath does the same there).");
+  m.def("streaming_stores", &grad_reverse::StreamingStoresState,
+        "Whether this module's large out-of-place passes use streaming stores, and why: "
+        "GRAD_REVERSE_STREAMING_STORES (auto, on, off; read once) or set_streaming_stores, "
+        "and under auto the measurement of the first passes.");
+  m.def(
+      "set_streaming_stores",
+      [](const std::string& mode) {
+        if (!grad_reverse::ForceStreamingStores(mode)) {
+          throw py::value_error("streaming stores '" + mode + "' is not one of auto, on, off");
+        }
+      },
+      py::arg("mode"),
+      "Force this module's streaming-store choice: 'on', 'off', or 'auto' (the environment's "
+      "choice again; a finished measurement is kept). Affects only this module.");
+  m.def("streaming_store_passes", &grad_reverse::StreamingStorePasses,
+        "How many of this module's passes have written with streaming stores so far.");
+  m.def(
+      "streaming_stores_win",
+      [](const std::vector<double>& plain, const std::vector<double>& streaming) {
+        if (plain.size() != streaming.size()) {
+          throw py::value_error("plain and streaming must hold one time per pair each");
+        }
+        return grad_reverse::StreamingStoresWin(plain.data(), streaming.data(),
+                                                static_cast<int>(plain.size()));
+      },
+      py::arg("plain"), py::arg("streaming"),
+      "The measurement's decision (the function `auto` applies): seconds per byte of each "
+      "pair's plain-store and streaming-store pass; True when streaming stores win.");
   m.def("neg_scale_cuda", &NegScaleCuda, py::arg("x"), py::arg("out"), py::arg("lambda_"),
         py::arg("stream") = 0, py::arg("dtype") = "",
         "Enqueue out = -lambda_ * x on a CUDA stream (a raw cudaStream_t as int; 0 is the "

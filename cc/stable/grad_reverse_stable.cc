@@ -171,13 +171,6 @@ bool KernelDType(TF_DataType type, grad_reverse::DType* dtype) {
   }
 }
 
-// Passes smaller than this stay on the calling thread; larger ones get one
-// thread per this many bytes, up to grad_reverse::MaxThreads(). Measured on a
-// 2-core VM (float32, out of place): 1 MiB split in two ran at 0.53x the
-// speed of one thread (waking a worker costs more than half the pass), 4 MiB
-// at 1.09x, 64 MiB at 0.95-1.06x (memory-bound either way).
-constexpr int64_t kMinShardBytes = int64_t{2} << 20;
-
 // Backward: dx = -lambda * dy, in dy's buffer when TensorFlow allows it.
 void GradReverseGradCpuCompute(void*, TF_OpKernelContext* ctx) {
   float lambda;
@@ -215,11 +208,14 @@ void GradReverseGradCpuCompute(void*, TF_OpKernelContext* ctx) {
   if (n > 0) {
     const int64_t size = TF_DataTypeSize(type);
     char* out = static_cast<char*>(TF_TensorData(dx));
-    const bool streaming = grad_reverse::UseStreamingStores(in, out, n * size);
-    const grad_reverse::NegScaleFn kernel = grad_reverse::NegScaleCpuFunction(dtype, streaming);
+    // Times the pass while the streaming-store choice is being measured.
+    const grad_reverse::StorePass stores(in, out, n * size);
+    const grad_reverse::NegScaleFn kernel =
+        grad_reverse::NegScaleCpuFunction(dtype, stores.streaming());
     const float scale = -lambda;
-    // Shards start on 64-byte boundaries of the buffer.
-    grad_reverse::ParallelFor(n, 64 / size, kMinShardBytes / size,
+    // Passes under kMinShardBytes stay on the caller (parallel_for.h); shards
+    // start on 64-byte boundaries of the buffer.
+    grad_reverse::ParallelFor(n, 64 / size, grad_reverse::kMinShardBytes / size,
                               [=](int64_t first, int64_t last) {
                                 kernel(in + first * size, out + first * size, last - first, scale);
                               });

@@ -116,11 +116,12 @@ void FirstRead() {
 
 void Shards() {
   int cases = 0, streamed = 0;
+  grad_reverse::ForceStreamingStores("on");
   for (int d = 0; d < 4; ++d) {
     const DType dtype = kDTypes[d];
     // The last length gives every thread's shard more than
-    // kStreamingStoresMinBytes, so out of place they write with streaming
-    // stores (in place never does).
+    // kStreamingStoresMinBytes, so out of place, with streaming stores forced
+    // on (Shards() does), they write with them (in place never does).
     const int64_t streaming =
         kThreads * grad_reverse::kStreamingStoresMinBytes / grad_reverse::DTypeSize(dtype);
     for (int64_t n : {int64_t{1}, int64_t{17}, int64_t{4099}, streaming + 33}) {
@@ -137,6 +138,7 @@ void Shards() {
                                                    n / kThreads * grad_reverse::DTypeSize(dtype));
     }
   }
+  grad_reverse::ForceStreamingStores("auto");
   Expect(streamed == 4, "the largest cases did not reach the streaming stores");
   std::printf("shards: %d cases (%d with streaming stores) over %d threads, path %s, exact\n",
               cases, streamed, kThreads, grad_reverse::CpuPathName(grad_reverse::ActiveCpuPath()));

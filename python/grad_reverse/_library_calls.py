@@ -80,6 +80,66 @@ def _loaded_library(library: Optional[Path] = None) -> ctypes.CDLL:
     return handle
 
 
+def _stores_calls(library: Optional[Path] = None) -> Optional[ctypes.CDLL]:
+    """The loaded library, with its streaming-store calls typed; None for a
+    library older than them."""
+    handle = _loaded_library(library)
+    if not hasattr(handle, "GradReverseStreamingStores"):
+        return None
+    handle.GradReverseStreamingStores.restype = ctypes.c_char_p
+    handle.GradReverseSetStreamingStores.argtypes = [ctypes.c_char_p]
+    handle.GradReverseStreamingStorePasses.restype = ctypes.c_int64
+    handle.GradReverseStreamingStoresWin.argtypes = [
+        ctypes.POINTER(ctypes.c_double),
+        ctypes.POINTER(ctypes.c_double),
+        ctypes.c_int,
+    ]
+    return handle
+
+
+def streaming_stores(library: Optional[Path] = None) -> str:
+    """Whether the library's large out-of-place passes use streaming stores,
+    and why (see cc/compute/cpu_paths.h)."""
+    handle = _stores_calls(library)
+    if handle is None:
+        return "unknown (this library cannot say)"
+    return handle.GradReverseStreamingStores().decode()
+
+
+def set_streaming_stores(mode: str, library: Optional[Path] = None) -> None:
+    """Forces the library's streaming-store choice (`auto`, `on`, `off`).
+
+    Raises:
+      ValueError: `mode` is not one of those; nothing changed.
+      RuntimeError: the library is older than this choice.
+    """
+    handle = _stores_calls(library)
+    if handle is None:
+        raise RuntimeError("the loaded op library has no streaming-store choice (rebuild it)")
+    if handle.GradReverseSetStreamingStores(str(mode).encode()) != 0:
+        raise ValueError(f"streaming stores {mode!r} is not one of auto, on, off")
+
+
+def streaming_store_passes(library: Optional[Path] = None) -> int:
+    """How many of the library's passes have written with streaming stores
+    so far (-1: a library older than this count)."""
+    handle = _stores_calls(library)
+    return -1 if handle is None else int(handle.GradReverseStreamingStorePasses())
+
+
+def streaming_stores_win(plain: list[float], streaming: list[float], library: Optional[Path] = None) -> bool:
+    """The library's decision under `auto` for these measurements: seconds
+    per byte of each pair's plain-store and streaming-store pass."""
+    if len(plain) != len(streaming):
+        raise ValueError("plain and streaming must hold one time per pair each")
+    handle = _stores_calls(library)
+    if handle is None:
+        raise RuntimeError("the loaded op library has no streaming-store choice (rebuild it)")
+    pairs = len(plain)
+    array = ctypes.c_double * max(1, pairs)
+    return bool(handle.GradReverseStreamingStoresWin(array(*plain), array(*streaming), pairs))
+
+
 def cpu_path(library: Optional[Path] = None) -> str:
     """The CPU path the library's kernels run (see cc/compute/cpu_paths.h)."""
     return _loaded_library(library).GradReverseCpuPath().decode()

@@ -45,6 +45,7 @@ def collect() -> dict[str, Any]:
         "xla_kernels_compiled": _compiled(build, "xla"),
         "tensorflow_cuda_version": build.get("tensorflow_cuda_version") or "none (CPU build)",
         "cpu_path": _cpu_path(),
+        "streaming_stores": _streaming_stores(),
         "gpus_visible": gpus,
         "kernels": {op: sorted(kernel_devices(op)) for op in ("GradReverse", "GradReverseGrad")},
         # A mode set by hand is named in the reason already.
@@ -73,6 +74,13 @@ def _cpu_path() -> str:
         return f"{_kernels.cpu_path()} (available: {', '.join(_kernels.cpu_paths())})"
     except ValueError as error:  # a bad GRAD_REVERSE_CPU_PATH
         return f"error: {error}"
+
+
+def _streaming_stores() -> str:
+    """Which stores the loaded library's large out-of-place CPU passes use, and why."""
+    from grad_reverse import options
+
+    return options.streaming_stores()
 
 
 def _compiled(build: dict[str, Any], feature: str) -> str:

@@ -1,6 +1,6 @@
 """The package's runtime choices, in one place.
 
-Four choices. Three take their default from an environment variable, read
+Five choices. Four take their default from an environment variable, read
 when the choice is first needed (docs/building.md, docs/gpu.md); where
 TensorFlow allows, a setter changes a choice in the running process (for
 tests and benchmarks).
@@ -19,6 +19,13 @@ tests and benchmarks).
   use, read by the library at its first CPU kernel run. `set_cpu_path`
   forces a path from the next kernel run on (`auto`: the variable's choice
   again); every path gives the same bits.
+* streaming stores (`GRAD_REVERSE_STREAMING_STORES`: `auto`, `on`, `off`):
+  whether the loaded library's CPU backward writes a large dx (16 MiB or
+  more, out of place) with non-temporal stores. They win on some machines
+  and lose on others (where a fresh dx is faulted in), so `auto` times the
+  process's first such passes both ways and keeps the faster;
+  `set_streaming_stores` forces a choice from the next kernel run on, and
+  `streaming_stores()` says which is in use and why.
 * XLA fallback (no variable; `auto` or `always`): inside a function XLA
   compiles, `auto` runs the pure-Python version only where the library has
   no XLA kernel for a JIT device (warning once), `always` runs it wherever
@@ -36,6 +43,7 @@ from typing import Mapping, Optional
 LIBRARY_VARIABLE = "GRAD_REVERSE_LIBRARY"
 BACKWARD_VARIABLE = "GRAD_REVERSE_BACKWARD"
 CPU_PATH_VARIABLE = "GRAD_REVERSE_CPU_PATH"
+STREAMING_STORES_VARIABLE = "GRAD_REVERSE_STREAMING_STORES"
 
 AUTO = "auto"
 RELEASE, STABLE = "release", "stable"
@@ -100,6 +108,36 @@ def set_cpu_path(name: str) -> None:
     from grad_reverse import _library_calls
 
     _library_calls.set_cpu_path(name)
+
+
+STREAMING_STORES_MODES = (AUTO, "on", "off")
+
+
+def streaming_stores() -> str:
+    """Whether the loaded op library's large out-of-place CPU passes use
+    streaming stores, and why: forced (GRAD_REVERSE_STREAMING_STORES or
+    `set_streaming_stores`), or under `auto` what the measurement found (or
+    that it has not run yet); `error: ...` for an invalid
+    GRAD_REVERSE_STREAMING_STORES, with which the CPU backward fails."""
+    from grad_reverse import _library_calls
+
+    return _library_calls.streaming_stores()
+
+
+def set_streaming_stores(mode: str) -> None:
+    """Forces the loaded op library's streaming-store choice from the next
+    kernel run on: `on`, `off`, or `auto` (GRAD_REVERSE_STREAMING_STORES's
+    choice again; a finished measurement is kept). The pybind11 module
+    `grad_reverse._kernels` keeps its own choice (its `set_streaming_stores`).
+
+    Raises:
+      ValueError: `mode` is not one of STREAMING_STORES_MODES; nothing changed.
+    """
+    from grad_reverse import _library_calls
+
+    if mode not in STREAMING_STORES_MODES:
+        raise ValueError(f"streaming stores {mode!r} is not one of {', '.join(STREAMING_STORES_MODES)}")
+    _library_calls.set_streaming_stores(mode)
 
 
 def xla_fallback() -> str:

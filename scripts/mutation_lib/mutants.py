@@ -154,6 +154,13 @@ OP_AND_SERVING_MUTANTS: tuple[Mutant, ...] = (
         tests=(T + "op/test_options.py::test_set_backward_switches_the_gradient_built_after_it",),
     ),
     Mutant(
+        name="streaming-stores-not-forced-in-process",
+        promise="options.set_streaming_stores forces the stores the library's large backward passes use",
+        file="options.py",
+        edits=(("    _library_calls.set_streaming_stores(mode)\n", "    pass\n"),),
+        tests=(T + "op/test_streaming_stores.py::test_a_choice_forced_at_run_time_is_what_the_kernel_uses",),
+    ),
+    Mutant(
         name="serving-paths-checked-after-tensorflow-loads",
         promise="check-serving and make-servable report a missing path before TensorFlow loads",
         file="__main__.py",

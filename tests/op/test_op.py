@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 import grad_reverse
-from grad_reverse import _kernels, reference
+from grad_reverse import _kernels, options, reference
 from grad_reverse._keras import KERAS_3, keras
 from helpers.tensors import LAMBDAS, SHAPES, assert_bitwise_equal, data_pointer, forward_backward, random_tensor
 from helpers.kernels import op_library
@@ -344,12 +344,18 @@ def test_every_16_bit_value_matches_the_reference_on_every_cpu_path(op_cpu_path,
 
 
 # (1 << 22) + 7: 16 MiB and more for float32 and float64, out of place, so the
-# kernel writes with streaming stores.
+# kernel writes with streaming stores where they are on (both choices forced),
+# split over the intra-op threads; 1 << 18 | 7 stays on the calling thread.
 @pytest.mark.parametrize("n", [1, 31, 1000, 1 << 18 | 7, (1 << 22) + 7])
 def test_every_dtype_and_odd_length_matches_the_reference_on_every_cpu_path(op_cpu_path, dtype, n):
     dy = random_tensor([n], dtype, seed=n)
     want = reference.reverse_gradient(dy, tf.constant(0.3))
-    assert_bitwise_equal(grad_reverse.ops._library.grad_reverse_grad(dy, 0.3), want)
+    try:
+        for stores in ("on", "off"):
+            options.set_streaming_stores(stores)
+            assert_bitwise_equal(grad_reverse.ops._library.grad_reverse_grad(dy, 0.3), want)
+    finally:
+        options.set_streaming_stores("auto")
 
 
 def test_invalid_cpu_path_variable_fails_the_kernel_with_a_clear_error():

@@ -14,8 +14,9 @@ drift.
 
 Modules: `measure` (interleaved timing, `Result`), `cases` (what is timed),
 `limit` (the bandwidth limit, the kernel alone), `allocations` (bytes the
-backward allocates), `table` (sizes and the printed table), `plot`
-(bench.png), `cli` (the command).
+backward allocates), `regime` (the CPU, stores and huge-page mode it ran
+with; the in-place case where a fresh dx is page-fault bound), `table`
+(sizes and the printed table), `plot` (bench.png), `cli` (the command).
 """
 
 from grad_reverse.bench.allocations import backward_allocations

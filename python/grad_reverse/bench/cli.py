@@ -14,7 +14,7 @@ from typing import Callable, Optional, Sequence
 import tensorflow as tf
 
 import grad_reverse
-from grad_reverse.bench import cases, table
+from grad_reverse.bench import cases, regime, table
 from grad_reverse.bench.allocations import backward_allocations
 from grad_reverse.bench.limit import KernelBandwidth, LimitWays, kernel_bandwidth
 from grad_reverse.bench.measure import Limit, Result, limit_from_times
@@ -102,6 +102,8 @@ def plan(
             steps.append(
                 (f"xla {label}", lambda s=size, k=kind: cases.case_function(s, dtype, rounds, True, k, beside(s)))
             )
+            if regime.page_fault_bound(size, dtype.name):
+                steps.append((f"in place {label}", lambda s=size, k=kind: regime.case_in_place(s, dtype, rounds, k)))
     chain_size = min(max(sizes), 1 << 24)
     for kind in lambdas:
         steps.append(
@@ -168,6 +170,9 @@ def summary(results: Sequence[Result]) -> list[str]:
             line = table.summary_line([r for r in rows if r.bytes_moved], "fwd+bwd", mode, kind)
             if line:
                 lines.append(f"  {line} (sizes from {table.size_label(cases.BANDWIDTH_BOUND_SIZE)})")
+        line = table.summary_line(rows, "in place", "tf.function", kind)
+        if line:
+            lines.append(f"  {line} (dy made in the graph; sizes whose fresh dx is page-fault bound)")
         for r in rows:
             if r.case == "chain":
                 lines.append(f"  chain {table.size_label(r.size)}: reference/native {r.ratio():.2f}")
@@ -212,6 +217,8 @@ def run(
     kernel_rows = [kernel_bandwidth(size, tf_dtype, rounds) for size in sizes if size >= cases.BANDWIDTH_BOUND_SIZE]
     limits = pooled_limits(results, kernel_rows)
     read_against_pooled_limits(results, kernel_rows, limits)
+    machine = regime.describe()  # after the cases: the streaming-store measurement has run
+    print(regime.format_machine(machine) + "\n")
     print(table.format_table(results))
     if limits:
         print("\n" + table.format_limits(limits, tf_dtype.size))
@@ -231,7 +238,15 @@ def run(
     print("\n".join(summary(results)))
     if out:
         write_outputs(
-            Path(out), results, limits, kernel_rows, allocations, dtype, started, plot_title(dtype, quick, sizes)
+            Path(out),
+            results,
+            limits,
+            kernel_rows,
+            allocations,
+            dtype,
+            started,
+            plot_title(dtype, quick, sizes),
+            machine,
         )
     return results
 
@@ -252,9 +267,11 @@ def write_outputs(
     dtype: str,
     started: str,
     title: str,
+    machine: Optional[dict[str, str]] = None,
 ) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     payload = {
+        "machine": machine or regime.describe(),
         "tensorflow": tf.__version__,
         "grad_reverse": grad_reverse.__version__,
         "dtype": dtype,

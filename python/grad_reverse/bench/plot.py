@@ -3,7 +3,9 @@ kind of lambda, with the memory-bandwidth limit drawn as a hatched region
 (times below it are out of reach) under a dotted red edge, not as another
 data line; the axis spans the data, so the limit never stretches it. Where
 the limit covers fewer than two sizes or lies below the axis, neither the
-region nor its label is drawn."""
+region nor its label is drawn. The sizes whose fresh dx is faulted in at
+every call (`regime.page_fault_bound`) are shaded, and there the in-place
+case (dy made in the graph) is drawn as well."""
 
 from __future__ import annotations
 
@@ -11,7 +13,8 @@ from pathlib import Path
 from typing import Sequence
 
 from grad_reverse.bench.measure import Result
-from grad_reverse.bench.table import LAMBDA_TITLES
+from grad_reverse.bench.regime import PAGE_FAULT_BOUND_BYTES, page_fault_bound
+from grad_reverse.bench.table import IN_PLACE, LAMBDA_TITLES
 
 MODES = (("eager", ":"), ("tf.function", "-"), ("xla", "--"))
 COLORS = {"native": "tab:blue", "reference": "tab:orange", "floor": "tab:gray"}
@@ -31,10 +34,24 @@ def _panel(ax, results: Sequence[Result], kind: str) -> None:
             times += medians
             label = f"{impl} ({mode})"
             ax.plot(sizes, medians, style, color=color, marker="o", markersize=3, label=label)
+    in_place = sorted((r for r in results if r.case == IN_PLACE and r.lambda_kind == kind), key=lambda r: r.size)
+    for impl in ("native", "reference") if in_place else ():
+        medians = [r.median(impl) for r in in_place]
+        times += medians
+        ax.plot(
+            [r.size for r in in_place],
+            medians,
+            "-.",
+            color=COLORS[impl],
+            marker="s",
+            markersize=3,
+            label=f"{impl} (tf.function, in place)",
+        )
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     if times:  # the axis spans the data; the limit region is clipped to it
         ax.set_ylim(min(times) / 1.5, max(times) * 1.5)
+    _page_fault_zone(ax, rows)
     limit_rows = sorted((r for r in rows if r.limit_gbps and r.mode == "tf.function"), key=lambda r: r.size)
     sizes = [r.size for r in limit_rows]
     floor_times = [r.bytes_moved / (r.limit_gbps * 1e9) for r in limit_rows]
@@ -66,6 +83,23 @@ def _panel(ax, results: Sequence[Result], kind: str) -> None:
     ax.grid(True, which="both", alpha=0.3)
 
 
+def _page_fault_zone(ax, rows: Sequence[Result]) -> None:
+    """Shades the sizes from the first whose fresh dx is page-fault bound."""
+    sizes = sorted({r.size for r in rows})
+    bound = [s for s in sizes if any(page_fault_bound(s, r.dtype) for r in rows if r.size == s)]
+    if not bound:
+        return
+    ax.axvspan(
+        bound[0],
+        sizes[-1] * 1.2,
+        facecolor="lightyellow",
+        edgecolor="goldenrod",
+        alpha=0.6,
+        zorder=0,
+        label=f"page-fault bound (fresh dx >= {PAGE_FAULT_BOUND_BYTES >> 20} MiB)",
+    )
+
+
 def plot(results: Sequence[Result], path: Path, title: str) -> None:
     """Writes the figure to `path` (needs matplotlib)."""
     import matplotlib
@@ -80,7 +114,10 @@ def plot(results: Sequence[Result], path: Path, title: str) -> None:
     axes[0][0].set_ylabel("seconds per forward+backward (median)")
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.suptitle(f"{title}\n{FLOOR_NOTE}", fontsize=10)
-    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=7, frameon=False)
-    fig.tight_layout(rect=(0, 0.17, 1, 1))
+    # Three columns where the in-place case and the page-fault zone add entries.
+    columns = 4 if len(labels) <= 12 and not any("in place" in label for label in labels) else 3
+    rows = -(-len(labels) // columns)
+    fig.legend(handles, labels, loc="lower center", ncol=columns, fontsize=7, frameon=False)
+    fig.tight_layout(rect=(0, 0.17 + 0.03 * max(0, rows - 3), 1, 1))
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -12,6 +12,8 @@ from grad_reverse.bench.cases import BANDWIDTH_BOUND_SIZE
 from grad_reverse.bench.limit import KernelBandwidth
 from grad_reverse.bench.measure import Limit, Result
 
+# The case whose dy is a graph temporary (`regime.case_in_place`).
+IN_PLACE = "in place"
 # The table's rows and its prose lines (legend, limit and kernel sections)
 # fit in this many columns.
 WIDTH = 100
@@ -116,7 +118,7 @@ def empty_limit_note(results: Sequence[Result]) -> Optional[str]:
         dict.fromkeys(
             r.case if r.case != "fwd+bwd" else f"under {size_label(BANDWIDTH_BOUND_SIZE)}"
             for r in results
-            if not r.bytes_moved
+            if not r.bytes_moved and r.case != IN_PLACE
         )
     )
     no_limit = [r for r in results if r.bytes_moved and r.limit_gbps is None]
@@ -136,6 +138,11 @@ def empty_limit_note(results: Sequence[Result]) -> Optional[str]:
         )
     if unmeasured:
         notes.append(f"no limit measured at {', '.join(dict.fromkeys(size_label(r.size) for r in unmeasured))}")
+    if any(r.case == IN_PLACE for r in results):
+        notes.append(
+            "in place: dy is made in the graph (-dy, in every column), so the backward may write into it "
+            "and no dx is faulted in; its time includes that negation, so no GB/s"
+        )
     return "; ".join(notes) + "." if notes else None
 
 
