@@ -78,8 +78,8 @@ ADAPTATION_MUTANTS: tuple[Mutant, ...] = (
         file="adaptation/domain_head.py",
         edits=(
             (
-                "    return tf.reduce_mean(per_point[:n_source]) + tf.reduce_mean(per_point[n_source:])",
-                "    return tf.reduce_mean(per_point)",
+                "    both = tf.reduce_mean(per_point[:n_source]) + tf.reduce_mean(per_point[n_source:])",
+                "    both = tf.reduce_mean(per_point)",
             ),
         ),
         tests=(
@@ -95,8 +95,8 @@ ADAPTATION_MUTANTS: tuple[Mutant, ...] = (
         file="adaptation/domain_head.py",
         edits=(
             (
-                "    return tf.reduce_mean(per_point[:n_source]) + tf.reduce_mean(per_point[n_source:])",
-                "    return 0.5 * (tf.reduce_mean(per_point[:n_source]) + tf.reduce_mean(per_point[n_source:]))",
+                "    return 0.5 * both if reduction == MEAN_OVER_DOMAINS else both",
+                "    return 0.5 * both",
             ),
         ),
         tests=(
