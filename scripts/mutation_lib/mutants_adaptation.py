@@ -213,13 +213,30 @@ ADAPTATION_MUTANTS: tuple[Mutant, ...] = (
         file="adaptation/cdan.py",
         edits=(
             (
-                "self.conditioning_map(self._features_2d(features), tf.stop_gradient(probabilities))",
-                "self.conditioning_map(self._features_2d(features), probabilities)",
+                "conditioning = probabilities if self.map_gradient else tf.stop_gradient(probabilities)",
+                "conditioning = probabilities",
             ),
         ),
         tests=(
             T + "adaptation/test_cdan.py::test_the_class_probabilities_carry_no_gradient_into_the_label_head",
             T + "adaptation/test_gradients.py::test_cdan_gradients_equal_a_hand_computation",
+            T
+            + "adaptation/test_cdan.py::test_map_gradient_sends_the_reversed_domain_gradient_through_the_probabilities[False]",
+        ),
+    ),
+    Mutant(
+        name="cdan-map-gradient-ignored",
+        promise="CDAN(map_gradient=True) differentiates the map's class probabilities",
+        file="adaptation/cdan.py",
+        edits=(
+            (
+                "conditioning = probabilities if self.map_gradient else tf.stop_gradient(probabilities)",
+                "conditioning = tf.stop_gradient(probabilities)",
+            ),
+        ),
+        tests=(
+            T
+            + "adaptation/test_cdan.py::test_map_gradient_sends_the_reversed_domain_gradient_through_the_probabilities[True]",
         ),
     ),
     Mutant(

@@ -167,6 +167,49 @@ def test_the_class_probabilities_carry_no_gradient_into_the_label_head():
     assert np.abs(moved[0][1] - moved[1][1]).max() > 1e-4  # the domain term trained the domain head
 
 
+@pytest.mark.parametrize("map_gradient", [True, False])
+def test_map_gradient_sends_the_reversed_domain_gradient_through_the_probabilities(map_gradient):
+    """The label head's gradient of the objective: with `map_gradient=True`, the label loss's minus
+    lambda times the domain term's through `g` in the map (computed here with plain TensorFlow ops on
+    the same weights, no GradReverse); with False (the authors'), the label loss's alone."""
+    import tensorflow as tf
+
+    lambda_ = 0.7
+    model = CDAN(
+        *parts(classes=3, domain_inputs=3 * FEATURES),
+        map_gradient=map_gradient,
+        lambda_schedule="constant",
+        lambda_max=lambda_,
+    )
+    model.compile("sgd", "sparse_categorical_crossentropy")
+    x_source, y_source, x_target = points(n=6)
+    y_source = y_source.astype("int32")
+    label_weights = model.label_head.trainable_variables
+    with tf.GradientTape() as tape:
+        total = model.objective(x_source, x_target, y_source, lambda_=tf.constant(lambda_))[0]
+    got = tape.gradient(total, label_weights)
+
+    with tf.GradientTape(persistent=True) as tape:
+        features = model.feature_extractor(np.concatenate([x_source, x_target]))
+        g = model.label_head(features)
+        picked = tf.gather(g[:6], y_source[:, 0], axis=1, batch_dims=1)
+        label_loss = -tf.reduce_mean(tf.math.log(picked))
+        mapped = tf.reshape(g[:, :, None] * features[:, None, :], [12, 3 * FEATURES])
+        p_target = tf.reshape(model.domain_head(mapped), [-1])
+        term = 0.5 * (-tf.reduce_mean(tf.math.log(1.0 - p_target[:6])) - tf.reduce_mean(tf.math.log(p_target[6:])))
+    expected = tape.gradient(label_loss, label_weights)
+    if map_gradient:
+        expected = [e - lambda_ * d for e, d in zip(expected, tape.gradient(term, label_weights))]
+    for got_part, expected_part in zip(got, expected):
+        np.testing.assert_allclose(got_part, expected_part, rtol=1e-4, atol=1e-6)
+    assert max(float(tf.reduce_max(tf.abs(d))) for d in tape.gradient(term, label_weights)) > 1e-3
+
+
+def test_map_gradient_must_be_a_bool():
+    with pytest.raises(ValueError, match="map_gradient must be True or False, got 'yes'"):
+        CDAN(*parts(classes=3), map_gradient="yes")
+
+
 # --- bad input ----------------------------------------------------------------------------
 
 

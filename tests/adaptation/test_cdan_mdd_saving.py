@@ -36,6 +36,7 @@ def cdan() -> CDAN:
         randomized=True,
         randomized_dim=8,
         map_seed=3,
+        map_gradient=True,
         lambda_max=0.7,
     )
 
@@ -49,7 +50,7 @@ def mdd() -> MDD:
 
 MAKERS = {"cdan": cdan, "mdd": mdd}
 ARGUMENTS = {
-    "cdan": ("entropy_conditioning", "randomized", "randomized_dim", "map_seed", "lambda_max"),
+    "cdan": ("entropy_conditioning", "randomized", "randomized_dim", "map_seed", "map_gradient", "lambda_max"),
     "mdd": ("margin", "trade_off", "warm_start_steps", "lambda_max", "gamma", "lambda_schedule"),
 }
 ADVERSARY = {"cdan": "domain_loss", "mdd": "transfer_loss"}

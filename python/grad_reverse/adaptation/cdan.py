@@ -17,7 +17,10 @@ weights' sums taken without gradient. As in the authors' code (thuml/CDAN,
 `pytorch/loss.py`), `H` carries gradient, reversed with the same lambda as
 the domain head's input: the domain loss reaches the label head and the
 features through the entropy weights too, and the label head through
-nothing else (the map's `g` has no gradient). With the default
+nothing else (the map's `g` has no gradient). `map_gradient=True`
+differentiates `g` in the map too (ADAPT's CDAN): the domain loss then
+reaches the label head and the features through `g`, reversed with the
+same lambda. With the default
 `domain_loss_reduction="mean_over_domains"`, the authors' scale:
 
     objective = label loss + domain_loss_weight * 0.5 * (sum_s w_s l_s / sum_s w_s + sum_t w_t l_t / sum_t w_t)
@@ -147,6 +150,9 @@ class CDAN(DomainHeadModel):
         (False), or by size (None: randomized when dim(f) * classes > 4096).
       randomized_dim: the randomized map's output size (1024).
       map_seed: the seed of the randomized map's matrices (saved with the model).
+      map_gradient: whether the map's class probabilities `g` carry gradient, reversed
+        with the features' lambda (into the label head and the features). False: the
+        authors' (thuml/CDAN detaches `g`); True: ADAPT's CDAN, where `g` is differentiated.
       lambda_max, gamma, lambda_schedule: as `DANN`'s.
 
     `compile` takes DANN's arguments (`domain_loss_reduction` by default
@@ -167,6 +173,7 @@ class CDAN(DomainHeadModel):
         randomized: Optional[bool] = None,
         randomized_dim: int = 1024,
         map_seed: int = 0,
+        map_gradient: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(feature_extractor, label_head, domain_head, **kwargs)
@@ -178,6 +185,9 @@ class CDAN(DomainHeadModel):
         self.randomized = randomized
         self.randomized_dim = int(randomized_dim)
         self.map_seed = int(map_seed)
+        if map_gradient not in (True, False):
+            raise ValueError(f"CDAN: map_gradient must be True or False, got {map_gradient!r}")
+        self.map_gradient = bool(map_gradient)
         self._label_from_logits = False
         self._label_activation: Optional[str] = None
         self._matrices: dict = {}
@@ -242,8 +252,9 @@ class CDAN(DomainHeadModel):
         y_all = self.label_head(features, training=True)
         log_p = class_log_probabilities(self.METHOD, y_all, self._label_from_logits, self._label_activation)
         probabilities = tf.exp(log_p)
-        # The map's conditioning has no gradient; the entropy weights' has, reversed.
-        mapped = self.conditioning_map(self._features_2d(features), tf.stop_gradient(probabilities))
+        # The map's conditioning has no gradient (unless map_gradient); the entropy weights' has, reversed.
+        conditioning = probabilities if self.map_gradient else tf.stop_gradient(probabilities)
+        mapped = self.conditioning_map(self._features_2d(features), conditioning)
         domain_pred = self._domain_prediction(mapped, lambda_)
         weights = entropy_weights(probabilities, lambda_) if self.entropy_conditioning else None
         per_point, domain_accuracy = self._domain_losses(domain_pred, n_source)
@@ -283,4 +294,5 @@ class CDAN(DomainHeadModel):
             "randomized": self.randomized,
             "randomized_dim": self.randomized_dim,
             "map_seed": self.map_seed,
+            "map_gradient": self.map_gradient,
         }
