@@ -22,9 +22,10 @@ one-argument switch `lambda_schedule="constant"` (lambda 1 from the first step, 
 notebook runs its DANN and CDAN); `cdan_sum`, `cdan_e_sum` with
 `compile(domain_loss_reduction="sum_over_domains")` (the DANN paper's sum of the two
 domains' means, twice CDAN's authors' term); `cdan_map_gradient`, `cdan_e_map_gradient` with
-`CDAN(map_gradient=True)` (the map's class probabilities differentiated, as ADAPT's CDAN). The seed sets the weights' initialisation and the batch
-order (`keras.utils.set_random_seed`, `fit(seed=)`); the data is the notebook's for every
-seed.
+`CDAN(map_gradient=True)` (the map's class probabilities differentiated, as ADAPT's CDAN);
+`mdd_constant` with `lambda_schedule="constant"` (lambda 0.1 throughout, as ADAPT's MDD).
+The seed sets the weights' initialisation and the batch order (`keras.utils.set_random_seed`,
+`fit(seed=)`); the data is the notebook's for every seed.
 
 With `--adapt`, also ADAPT 0.4.5's own methods on the same data and seeds, as the notebook
 calls them (`random_state=seed`): `adapt_source_only` (its DANN with `lambda_=0`, the
@@ -34,8 +35,8 @@ ADAPT is not a dependency of this project: install it beside TensorFlow with
 `pip install --no-deps adapt==0.4.5 scikit-learn scikeras cvxopt`.
 
 Needs scikit-learn (`pip install scikit-learn`) for the data. TensorFlow runs on one thread
-(reproducible per machine). One line per seed, then each
-method's target accuracy min / mean / max over the seeds.
+(reproducible per machine). One line per seed, then each method's target accuracy min / mean
+/ max over the seeds.
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ OURS_SWITCHED = (
     "cdan_e_sum",
     "cdan_map_gradient",
     "cdan_e_map_gradient",
+    "mdd_constant",
 )
 ADAPT = ("adapt_source_only", "adapt_dann", "adapt_cdan", "adapt_cdan_e", "adapt_mdd")
 ADAPT_INSTALL = "pip install --no-deps adapt==0.4.5 scikit-learn scikeras cvxopt"
@@ -78,7 +80,10 @@ ADAPT_INSTALL = "pip install --no-deps adapt==0.4.5 scikit-learn scikeras cvxopt
 
 def make_moons_rotated(n_samples: int = 100, rotation: float = 30.0, noise: float = 0.05) -> tuple:
     """`(x_source, y_source, x_target, y_target)` as ADAPT's notebook makes them."""
-    from sklearn.datasets import make_moons
+    try:
+        from sklearn.datasets import make_moons
+    except ImportError as error:
+        sys.exit(f"the two moons are scikit-learn's make_moons ({error}); install it with: pip install scikit-learn")
 
     x_source, y_source = make_moons(n_samples=n_samples, noise=noise, random_state=0)
     x_source[:, 0] -= 0.5
@@ -139,8 +144,8 @@ def train_ours(method: str, data: tuple, seed: int, epochs: int) -> float:
         model = DANN(encoder(), label_head(1), domain_head(), **switch)
     elif conditional:
         model = CDAN(encoder(), label_head(2), domain_head(20), entropy_conditioning="cdan_e" in method, **switch)
-    elif method == "mdd":
-        model = MDD(encoder(), label_head(1))
+    elif method.startswith("mdd"):
+        model = MDD(encoder(), label_head(1), **switch)
     else:
         raise ValueError(f"unknown method {method!r}; accepted: {OURS + OURS_SWITCHED}")
     model.compile(optimizer=optimizer(), loss=loss, **compile_switch)

@@ -3,7 +3,8 @@ from the model's weights) on a batch of 2 source + 6 target points, for the
 multilinear and the randomized map, with and without entropy conditioning,
 for softmax and binary (one sigmoid unit) label heads, by default at the
 authors' scale; plain CDAN's conditioning carries no gradient into the label
-head (the gradients in full: test_gradients.py); the domain head is built on the
+head (the gradients in full: test_gradients.py), unless `map_gradient=True`, when
+it carries the reversed one (against plain TensorFlow autodiff); the domain head is built on the
 map's size; bad input gets errors naming what is accepted."""
 
 import numpy as np
