@@ -45,8 +45,8 @@ GRADIENT_MUTANTS: tuple[Mutant, ...] = (
         file="adaptation/cdan.py",
         edits=(
             (
-                "self.conditioning_map(self._features_2d(features), tf.stop_gradient(probabilities))",
-                "self.conditioning_map(tf.stop_gradient(self._features_2d(features)), tf.stop_gradient(probabilities))",
+                "mapped = self.conditioning_map(self._features_2d(features), conditioning)",
+                "mapped = self.conditioning_map(tf.stop_gradient(self._features_2d(features)), conditioning)",
             ),
         ),
         tests=(CDAN_GRADIENTS,),
