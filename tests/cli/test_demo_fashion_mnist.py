@@ -207,22 +207,27 @@ def test_source_and_target_are_disjoint_halves_and_the_test_set_comes_in_both_ve
     arrays = write_fashion(tmp_path, n_train=300, n_test=100)
     problem = image_runs.fashion_mnist_m(0, fashion_mnist.load(str(tmp_path)), stand_in_photos())
     assert len(problem.x_source) == len(problem.x_target) == 150 and len(problem.y_test) == 100
-
-    def index(images):  # the two pixels write_fashion stored each image's index in (grey: equal channels)
-        pixels = np.rint((images[:, 27, :2, 0] + problem.mean[0]) * 255.0).astype(int)
-        return pixels[:, 0] * 256 + pixels[:, 1]
-
-    source = index(problem.x_source)
-    assert len(set(source)) == 150
-    np.testing.assert_array_equal(problem.y_source, arrays["train_labels"][source])
-    # The target's images are the other half: their labels, and not a grey image among them.
-    target_labels = np.delete(arrays["train_labels"], source)
-    assert sorted(problem.y_target.tolist()) == sorted(target_labels.tolist())
-    target_pixels = problem.x_target + problem.mean
-    assert np.abs(target_pixels[..., 0] - target_pixels[..., 1]).max() > 0.1
-    np.testing.assert_array_equal(index(problem.x_test_source), np.arange(100))
+    assert sorted(np.concatenate([problem.source_index, problem.target_index]).tolist()) == list(range(300))
+    np.testing.assert_array_equal(problem.y_source, arrays["train_labels"][problem.source_index])
+    np.testing.assert_array_equal(problem.y_target, arrays["train_labels"][problem.target_index])
     np.testing.assert_array_equal(problem.y_test, arrays["test_labels"])
-    assert not np.allclose(problem.x_test_source, problem.x_test_target)
+
+    def correlation(a, b):
+        return np.corrcoef(np.ravel(a), np.ravel(b))[0, 1]
+
+    # Each network input is its image standardised (an increasing affine map): correlation 1 with the file's
+    # image, per channel, for the grey versions; the blended ones are not (their photograph patch differs).
+    for i in (0, 77, 149):
+        raw = arrays["train_images"][problem.source_index[i]]
+        assert all(correlation(problem.x_source[i, ..., c], raw) > 0.9999 for c in range(3))
+        assert correlation(problem.x_target[i, ..., 0], arrays["train_images"][problem.target_index[i]]) < 0.99
+    for i in (0, 99):
+        assert correlation(problem.x_test_source[i, ..., 1], arrays["test_images"][i]) > 0.9999
+        assert correlation(problem.x_test_target[i, ..., 1], arrays["test_images"][i]) < 0.99
+    for x in (problem.x_source, problem.x_target, problem.x_test_target):
+        np.testing.assert_allclose(x.mean(axis=(1, 2)), 0.0, atol=1e-4)
+    target_pixels = problem.x_target
+    assert np.abs(target_pixels[..., 0] - target_pixels[..., 1]).max() > 0.1  # colour, not grey
 
 
 def test_gap_closed_is_the_share_of_the_way_from_source_only_to_the_ceiling():

@@ -31,7 +31,8 @@ def sample_indices(labels: np.ndarray, classes: int) -> list:
 
 
 def domain_samples_figure(problem: Any, title: str = "") -> Optional["Figure"]:
-    """`problem`: `demo.image_runs.ImageProblem` (its test images, centred by `mean`)."""
+    """`problem`: `demo.image_runs.ImageProblem` (its test images, as the networks see them,
+    each stretched to the full range for display)."""
     try:
         from matplotlib.figure import Figure
     except ImportError:
@@ -43,7 +44,8 @@ def domain_samples_figure(problem: Any, title: str = "") -> Optional["Figure"]:
     for row, (name, images) in enumerate(rows):
         for column, index in enumerate(chosen):
             ax = axes[row, column]
-            ax.imshow(np.clip(images[index] + problem.mean, 0.0, 1.0))
+            image = images[index]
+            ax.imshow((image - image.min()) / max(float(image.max() - image.min()), 1e-6))
             ax.set_xticks([])
             ax.set_yticks([])
             if row == 0:
