@@ -240,6 +240,7 @@ def test_gap_closed_is_the_share_of_the_way_from_source_only_to_the_ceiling():
 # --- the whole path, tiny ------------------------------------------------------------
 
 
+@pytest.mark.slow  # CI's step 2b, once: in-process, but six models traced and trained (about 20 s)
 def test_a_tiny_run_trains_every_method_and_writes_the_table_pictures_and_export(tmp_path, monkeypatch, capsys):
     data = tmp_path / "data"
     write_fashion(data, n_train=300, n_test=100)
