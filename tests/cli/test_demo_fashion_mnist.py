@@ -11,14 +11,17 @@ import os
 import struct
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+import grad_reverse
 from grad_reverse import __main__ as package_cli
 from grad_reverse.demo import cli, fashion_mnist, image_runs, photo_patches
 
 NAMES = fashion_mnist.FILES
+PACKAGE_PARENT = str(Path(grad_reverse.__file__).resolve().parents[1])  # this grad_reverse, from any cwd
 
 
 def idx_bytes(array: np.ndarray) -> bytes:
@@ -125,6 +128,8 @@ def test_missing_data_exits_2_with_how_to_get_it_and_no_traceback(tmp_path):
         capture_output=True,
         text=True,
         timeout=120,
+        cwd=tmp_path,  # were the check to let the run start, its output folder would land here
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join([PACKAGE_PARENT, os.environ.get("PYTHONPATH", "")])),
     )
     assert result.returncode == 2, result.stderr
     assert "apt install dataset-fashion-mnist" in result.stderr
