@@ -10,9 +10,9 @@ of a photograph, `photo_patches.blend_with_patches`; its labels are used by
 the ceiling only). Evaluation on the test set's 10,000 images in both
 versions (the target version with its own patches). Each image is
 standardised on its own, per channel (`standardise`: its mean subtracted,
-divided by its standard deviation plus `STD_FLOOR`): the paper centres by
-one mean over both domains, which left DANN below source-only here
-(docs/methods.md has both).
+divided by its standard deviation plus `STD_FLOOR`), so that a patch's
+brightness and colour cast is no domain cue for free (docs/methods.md has
+what one mean over all images gave instead).
 
 Network (`parts`): the paper's for MNIST: conv 5x5 32 relu, max-pool 2, conv
 5x5 48 relu, max-pool 2 (the features, 768 values); label head 100-100-10
