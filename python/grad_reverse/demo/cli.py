@@ -167,9 +167,10 @@ def add_cli(subparsers: Any) -> None:
         help=HELP,
         description="Reproduces the inter-twinning moons experiment of Ganin et al. (JMLR 2016, "
         "§5.1.1): a source-only network and a DANN with GradReverse, trained with Keras fit. "
-        "With --methods, or --problem blobs, compares the chosen methods instead (the same "
-        "networks, weights and batches for each; a table over the seeds, decision boundaries, "
-        "target accuracy per seed). The same --seed gives the same numbers on the same machine.",
+        "With --methods, or another --problem (blobs; fashion-mnist-m: images), compares the chosen "
+        "methods instead (the same networks, weights and batches for each; a table over the seeds, "
+        "decision boundaries or sample images, target accuracy per seed). The same --seed gives the "
+        "same numbers on the same machine.",
     )
     parser.add_argument(
         "--problem",
