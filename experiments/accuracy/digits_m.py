@@ -8,7 +8,9 @@ Source: scikit-learn's 1,797 digits (8x8, 17 grey levels) upscaled
 (bilinear) to `--size` pixels and repeated over three channels; target: the
 other half of the digits, each blended with a random patch of one of the two
 colour photographs scikit-learn ships (`load_sample_images`) as MNIST-M was
-made from BSDS500 patches, `|digit - patch|` per channel. Disjoint random
+made from BSDS500 patches, `|digit - patch|` per channel (the blending of
+`grad_reverse.demo.photo_patches`, which `demo --problem fashion-mnist-m`
+uses on Fashion-MNIST). Disjoint random
 halves per seed. A small conv net (16 and 32 3x3 filters, 2x2 pooling, 64
 features; label head 100 relu + softmax; domain head 100 relu + sigmoid),
 SGD momentum 0.9 with the paper's annealing from 0.01, batches of 64 + 64.
@@ -35,6 +37,7 @@ import tensorflow as tf  # noqa: E402
 from grad_reverse._keras import keras  # noqa: E402
 from grad_reverse.adaptation import CDAN, DANN, MDD  # noqa: E402
 from grad_reverse.adaptation import DANNLearningRateSchedule  # noqa: E402
+from grad_reverse.demo.photo_patches import blend_with_patches, photographs  # noqa: E402
 
 METHODS = ("source_only", "dann", "cdan", "cdan_e", "mdd", "target_trained")
 BATCH = 128  # source + target; the ceiling trains on 64 target points per step
@@ -43,24 +46,18 @@ FEATURES = 64
 
 def digits_m(seed: int, size: int) -> tuple:
     """(x_source, y_source, x_target, y_target): float32 [n, size, size, 3] in [0, 1], int32 labels."""
-    from sklearn.datasets import load_digits, load_sample_images
+    from sklearn.datasets import load_digits
 
     rng = np.random.default_rng(seed)
     digits = load_digits()
     grey = tf.image.resize(digits.images[..., None].astype("float32") / 16.0, (size, size)).numpy()
     grey = np.clip(grey, 0.0, 1.0)
     labels = digits.target.astype("int32")
-    photos = [image.astype("float32") / 255.0 for image in load_sample_images().images]
     order = rng.permutation(len(grey))
     source, target = order[: len(order) // 2], order[len(order) // 2 :]
-    patches = []
-    for _ in target:
-        photo = photos[rng.integers(len(photos))]
-        row, col = rng.integers(photo.shape[0] - size), rng.integers(photo.shape[1] - size)
-        patches.append(photo[row : row + size, col : col + size])
     x_source = np.repeat(grey[source], 3, axis=-1)
-    x_target = np.abs(grey[target] - np.stack(patches))
-    return x_source, labels[source], x_target.astype("float32"), labels[target]
+    x_target = blend_with_patches(grey[target], photographs(), rng)
+    return x_source, labels[source], x_target, labels[target]
 
 
 def parts(seed: int, size: int) -> tuple:

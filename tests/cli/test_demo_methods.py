@@ -16,7 +16,7 @@ import tensorflow as tf
 
 from grad_reverse.demo import DEFAULT_STEPS, cli, method_runs, methods_experiment, plot, plot_accuracy
 from grad_reverse.demo.models import predicted_class
-from grad_reverse.demo.problems import PROBLEMS
+from grad_reverse.demo.problems import CHOICES, IMAGE_PROBLEMS, PROBLEMS
 
 HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -79,7 +79,7 @@ def test_the_problem_choices_are_the_problems():
     parser = demo_parser()
     (demo,) = parser._subparsers._group_actions[0].choices.values()
     (problem,) = [a for a in demo._actions if a.dest == "problem"]
-    assert tuple(problem.choices) == tuple(PROBLEMS)
+    assert tuple(problem.choices) == tuple(PROBLEMS) + IMAGE_PROBLEMS == CHOICES
 
 
 # --- exit status -------------------------------------------------------------------

@@ -17,6 +17,9 @@ target accuracies rather than the paper's single near-perfect run.
 `demo --problem blobs` or `demo --methods ...` compares methods instead:
 source-only, DANN, CDAN, CDAN+E and MDD, each from the same weights on the
 same batches per seed (`method_runs`, `methods_experiment`; docs/demo.md).
+`demo --problem fashion-mnist-m` does so on images: the paper's MNIST ->
+MNIST-M shift made from Fashion-MNIST (`image_runs`), with a network trained
+on the target's labels as the ceiling.
 
 The modules, one job each:
 
@@ -35,6 +38,14 @@ The modules, one job each:
 * `method_runs`: the models of source-only, DANN, CDAN, CDAN+E and MDD for a
   problem, their training over seeds, the table;
 * `plot_accuracy`: a comparison's target accuracy per method and seed;
+* `fashion_mnist`: Fashion-MNIST's IDX files, found where a system package or
+  Keras put them, and read (numpy only);
+* `photo_patches`: the MNIST-M blending, `|image - photograph patch|`, with
+  scikit-learn's sample photographs;
+* `image_runs`: the image problem (`fashion-mnist-m`), the paper's MNIST
+  network and schedule, its training over seeds, the table with the share
+  of the gap closed;
+* `plot_images`: the image problem's samples of both domains;
 * `methods_experiment`: `run_methods()`, `demo --methods`: the comparison's
   training, table, pictures, export and check, results.json;
 * `cli`: the `demo` command's options, which of the two it runs, its exit status.

@@ -4,17 +4,19 @@ until the command runs, so `demo --help` answers at once.
 Two paths: without `--methods` on the moons (the default), the moons demo
 (`demo.experiment`: source-only and DANN, the paper's networks, the numbers
 docs/demo.md documents); with `--methods`, or another problem, a comparison
-of the chosen methods (`demo.methods_experiment`, the models of `demo.method_runs`)."""
+of the chosen methods (`demo.methods_experiment`, the models of `demo.method_runs`,
+or of `demo.image_runs` for `--problem fashion-mnist-m`, whose data and
+photographs are checked before TensorFlow loads: `preflight`)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import Any, Optional
 
 from grad_reverse.demo import DEFAULT_OUT, DEFAULT_SEEDS, DEFAULT_STEPS
 from grad_reverse.demo.method_runs import METHODS, STEPS
-from grad_reverse.demo.problems import CLAIMS, PROBLEMS
+from grad_reverse.demo.problems import CHOICES, CLAIMS, IMAGE_PROBLEMS
 from grad_reverse.demo.problems import DEFAULT_SEEDS as PROBLEM_SEEDS
 
 HELP = "DANN on the inter-twinning moons, or methods compared: accuracies, plots, SavedModel export + serving check"
@@ -36,9 +38,54 @@ def is_moons_demo(args: argparse.Namespace) -> bool:
     return args.problem == "moons" and args.methods is None
 
 
+# Only the image problem has a ceiling to train: the target's labels' network.
+IMAGE_ONLY_METHODS = ("target_trained",)
+# The image problem's defaults, written here so that `demo --help` needs no TensorFlow
+# (demo.image_runs imports it); tests/cli checks they are image_runs' own.
+IMAGE_STEPS = 3000
+IMAGE_METHODS = METHODS + IMAGE_ONLY_METHODS
+
+
 def default_steps(args: argparse.Namespace) -> int:
     # Each path keeps the steps its documented numbers were measured with.
+    if args.problem in IMAGE_PROBLEMS:
+        return IMAGE_STEPS
     return DEFAULT_STEPS if is_moons_demo(args) else STEPS
+
+
+def default_methods(args: argparse.Namespace) -> list:
+    """The methods asked for, once each in the order asked; all of the problem's without `--methods`."""
+    if args.methods:
+        return list(dict.fromkeys(args.methods))
+    return list(IMAGE_METHODS if args.problem in IMAGE_PROBLEMS else METHODS)
+
+
+def preflight(args: argparse.Namespace) -> Optional[int]:
+    """Checks that need no TensorFlow, answered at once with exit status 2: the options
+    that fit only one problem, and the image problem's data and photographs."""
+    if args.problem not in IMAGE_PROBLEMS:
+        if args.data is not None:
+            print(f"demo: --data is for --problem {IMAGE_PROBLEMS[0]} only (not {args.problem})", file=sys.stderr)
+            return 2
+        wrong = [m for m in args.methods or () if m in IMAGE_ONLY_METHODS]
+        if wrong:
+            print(
+                f"demo: {', '.join(wrong)} trains on the target's labels, which only --problem "
+                f"{IMAGE_PROBLEMS[0]} has; on {args.problem} choose from {', '.join(METHODS)}",
+                file=sys.stderr,
+            )
+            return 2
+        return None
+    from grad_reverse.demo.fashion_mnist import DataMissing, load
+    from grad_reverse.demo.photo_patches import PhotosMissing, check_photographs_available
+
+    try:
+        load(args.data)  # a second or two: a damaged file is said now, not after TensorFlow's start
+        check_photographs_available()
+    except (DataMissing, PhotosMissing, ValueError, OSError) as missing:
+        print(f"demo: {missing}", file=sys.stderr)
+        return 2
+    return None
 
 
 def default_seeds(args: argparse.Namespace) -> tuple:
@@ -51,7 +98,7 @@ def failed_claims(problem: str, mean_target: dict) -> list:
     accuracies are not in that order (equal is not above); only pairs of methods that ran."""
     return [
         (better, worse)
-        for better, worse in CLAIMS[problem]
+        for better, worse in CLAIMS.get(problem, ())
         if better in mean_target and worse in mean_target and mean_target[better] <= mean_target[worse]
     ]
 
@@ -81,8 +128,17 @@ def _run_and_judge(args: argparse.Namespace) -> tuple:
     else:
         from grad_reverse.demo.methods_experiment import run_methods
 
-        methods = list(dict.fromkeys(args.methods or METHODS))  # once each, in the order asked
-        result = run_methods(args.out, args.problem, methods, seeds, steps, quiet=args.quiet, loading_seconds=loading)
+        data = {"data_dir": args.data} if args.problem in IMAGE_PROBLEMS else {}  # only images read files
+        result = run_methods(
+            args.out,
+            args.problem,
+            default_methods(args),
+            seeds,
+            steps,
+            quiet=args.quiet,
+            loading_seconds=loading,
+            **data,
+        )
     if result["serving_check"] != 0:
         return result, result["serving_check"]
     mean = result["mean_target"]
@@ -111,23 +167,32 @@ def add_cli(subparsers: Any) -> None:
         help=HELP,
         description="Reproduces the inter-twinning moons experiment of Ganin et al. (JMLR 2016, "
         "§5.1.1): a source-only network and a DANN with GradReverse, trained with Keras fit. "
-        "With --methods, or --problem blobs, compares the chosen methods instead (the same "
-        "networks, weights and batches for each; a table over the seeds, decision boundaries, "
-        "target accuracy per seed). The same --seed gives the same numbers on the same machine.",
+        "With --methods, or another --problem (blobs; fashion-mnist-m: images), compares the chosen "
+        "methods instead (the same networks, weights and batches for each; a table over the seeds, "
+        "decision boundaries or sample images, target accuracy per seed). The same --seed gives the "
+        "same numbers on the same machine.",
     )
     parser.add_argument(
         "--problem",
         default="moons",
-        choices=tuple(PROBLEMS),
-        help="moons: the paper's; blobs: three classes, a rotated, label-shifted target (default: moons)",
+        choices=CHOICES,
+        help="moons: the paper's; blobs: three classes, a rotated, label-shifted target; fashion-mnist-m: "
+        "Fashion-MNIST against its photograph-blended copy, as MNIST-M (needs the system package "
+        "dataset-fashion-mnist or Keras' copy, and scikit-learn) (default: moons)",
     )
     parser.add_argument(
         "--methods",
         nargs="+",
-        choices=METHODS,
+        choices=IMAGE_METHODS,
         metavar="METHOD",
-        help=f"compare these: {', '.join(METHODS)} (default: source_only and DANN as the "
-        "moons demo; all of them on another problem)",
+        help=f"compare these: {', '.join(METHODS)}, and on fashion-mnist-m {', '.join(IMAGE_ONLY_METHODS)} "
+        "(the ceiling) (default: source_only and DANN as the moons demo; all of them on another problem)",
+    )
+    parser.add_argument(
+        "--data",
+        metavar="DIR",
+        help="fashion-mnist-m: the folder with Fashion-MNIST's four IDX files (.gz or not) (default: "
+        "/usr/share/datasets/fashion-mnist, then Keras' cache ~/.keras/datasets/fashion-mnist)",
     )
     parser.add_argument(
         "--out", default=DEFAULT_OUT, metavar="DIR", help=f"output directory (default: ./{DEFAULT_OUT})"
@@ -146,7 +211,8 @@ def add_cli(subparsers: Any) -> None:
         "--steps",
         type=_positive_int,
         metavar="N",
-        help=f"training steps per model (default: {DEFAULT_STEPS} for the moons demo, {STEPS} for a comparison)",
+        help=f"training steps per model (default: {DEFAULT_STEPS} for the moons demo, {STEPS} for a comparison, "
+        f"{IMAGE_STEPS} on fashion-mnist-m)",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress or report lines")
-    parser.set_defaults(run=_run, loading_note=LOADING_NOTE)
+    parser.set_defaults(run=_run, loading_note=LOADING_NOTE, preflight=preflight)

@@ -1,8 +1,9 @@
 """`python -m grad_reverse demo --problem P --methods M ...`: the methods of
-`demo.method_runs` side by side over seeds. Trains them (`method_runs.run`), prints
-the table, draws the first seed's decision boundaries and every seed's
-target accuracy, exports the first seed's first adaptation method for
-serving and checks the export, writes results.json."""
+`demo.method_runs` (or, on fashion-mnist-m, `demo.image_runs`) side by side
+over seeds. Trains them (`method_runs.run`, `image_runs.run`), prints the
+table, draws the first seed's decision boundaries (or, for images, samples
+of both domains) and every seed's target accuracy, exports the first seed's
+first adaptation method for serving and checks the export, writes results.json."""
 
 from __future__ import annotations
 
@@ -18,9 +19,10 @@ from grad_reverse.demo.experiment import RESULTS_NAME, panel_title, print_now, s
 from grad_reverse.demo.export_and_check import export_and_check
 from grad_reverse.demo.plot import plot_decision_boundaries
 from grad_reverse.demo.plot_accuracy import ACCURACY_PLOT_NAME, METHOD_LABELS, plot_target_accuracy
-from grad_reverse.demo.problems import TITLES
+from grad_reverse.demo.problems import IMAGE_PROBLEMS, TITLES
 
 BOUNDARIES_PLOT_NAME = "{problem}_methods_decision_boundaries.png"
+SAMPLES_PLOT_NAME = "{problem}_samples.png"
 EXPORT_NAME = "{method}_saved_model"
 
 
@@ -38,6 +40,7 @@ def run_methods(
     steps: int,
     quiet: bool = False,
     loading_seconds: Optional[float] = None,
+    data_dir: Optional[str] = None,
 ) -> dict[str, Any]:
     """Trains `methods` on `problem` for each seed; plots, exports and checks the first seed's.
 
@@ -45,7 +48,9 @@ def run_methods(
     per seed, `fit_seconds`) with `mean_target`, `out_dir` (absolute),
     `plots` (name -> path, or None without matplotlib), `export` (the
     SavedModel's path), `export_method`, `serving_check` (the exit code of
-    `check_serving` on it), `results` (JSON path) and `seconds` added.
+    `check_serving` on it), `results` (JSON path) and `seconds` added. On an
+    image problem (`data_dir`: where its files are, `demo.fashion_mnist`) the
+    result is `image_runs.run`'s, with `source_accuracy` and `gap_closed` too.
     """
     if not seeds or not methods:
         raise ValueError("run_methods() needs at least one seed and one method")
@@ -54,9 +59,13 @@ def run_methods(
     out_dir = os.path.abspath(out_dir)
     os.makedirs(out_dir, exist_ok=True)
     say(TITLES[problem])
+    images = problem in IMAGE_PROBLEMS
+    if images:
+        from grad_reverse.demo import image_runs
+    batch = image_runs.BATCH_SIZE if images else method_runs.BATCH_SIZE
     say(
         f"  methods: {' '.join(methods)}; seeds {' '.join(map(str, seeds))}; {steps} steps each "
-        f"(batches of {method_runs.BATCH_SIZE} source + target points)"
+        f"(batches of {batch} source + target {'images' if images else 'points'})"
     )
 
     # The first seed's problem and models: drawn and exported below.
@@ -67,12 +76,24 @@ def run_methods(
             first["models"][method] = model
             first["problem"] = data
 
-    result = method_runs.run(problem, list(methods), [int(s) for s in seeds], steps, quiet, trained=keep)
+    seeds = [int(s) for s in seeds]
+    if images:
+        result = image_runs.run(list(methods), seeds, steps, data_dir=data_dir, quiet=quiet, trained=keep)
+        result["gap_closed"] = image_runs.gap_closed(result)
+        say("\n" + image_runs.table(result))
+    else:
+        result = method_runs.run(problem, list(methods), seeds, steps, quiet, trained=keep)
+        say("\n" + method_runs.table(result))
     result["mean_target"] = {m: float(np.mean(v)) for m, v in result["accuracy"].items()}
-    say("\n" + method_runs.table(result))
 
     result["plots"] = plots = {}
-    if first["problem"].x_source.shape[1] == 2:  # decision regions need a plane
+    if images:
+        from grad_reverse.demo.plot_images import plot_domain_samples
+
+        plots["samples"] = plot_domain_samples(
+            os.path.join(out_dir, SAMPLES_PLOT_NAME.format(problem=problem)), first["problem"], title=TITLES[problem]
+        )
+    elif first["problem"].x_source.shape[1] == 2:  # decision regions need a plane
         panels = [
             (panel_title(METHOD_LABELS.get(m, m), seeds[0], result["accuracy"][m][0]), first["models"][m])
             for m in methods

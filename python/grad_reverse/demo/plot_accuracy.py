@@ -15,7 +15,14 @@ from grad_reverse.demo.problems import TITLES
 
 ACCURACY_PLOT_NAME = "{problem}_target_accuracy.png"
 # Labels as the table writes them would be cryptic on an axis.
-METHOD_LABELS = {"source_only": "source-only", "dann": "DANN", "cdan": "CDAN", "cdan_e": "CDAN+E", "mdd": "MDD"}
+METHOD_LABELS = {
+    "source_only": "source-only",
+    "dann": "DANN",
+    "cdan": "CDAN",
+    "cdan_e": "CDAN+E",
+    "mdd": "MDD",
+    "target_trained": "trained on target",
+}
 
 
 def plot_target_accuracy(path: str, result: dict) -> Optional[str]:
