@@ -187,7 +187,9 @@ def test_map_gradient_sends_the_reversed_domain_gradient_through_the_probabiliti
     y_source = y_source.astype("int32")
     label_weights = model.label_head.trainable_variables
     with tf.GradientTape() as tape:
-        total = model.objective(x_source, x_target, y_source, lambda_=tf.constant(lambda_))[0]
+        # Tensors, not arrays: tf-keras' compiled loss reads `.shape.rank` of its labels.
+        inputs = (tf.constant(v) for v in (x_source, x_target, y_source))
+        total = model.objective(*inputs, lambda_=tf.constant(lambda_))[0]
     got = tape.gradient(total, label_weights)
 
     with tf.GradientTape(persistent=True) as tape:
