@@ -53,6 +53,7 @@ import tensorflow as tf  # noqa: E402
 
 from grad_reverse import CDAN, DANN, MDD  # noqa: E402
 from grad_reverse._keras import keras  # noqa: E402
+from dann_moons_seeds import seed_range  # noqa: E402
 
 EPOCHS = 800
 BATCH_PER_DOMAIN = 34
@@ -181,14 +182,6 @@ def train_adapt(method: str, data: tuple, seed: int, epochs: int) -> float:
             raise ValueError(f"unknown method {method!r}; accepted: {ADAPT}")
         model.fit(x_source, y_source, x_target, y_target, epochs=epochs, batch_size=BATCH_PER_DOMAIN, verbose=0)
     return target_accuracy(model.predict(x_target, verbose=0), y_target)
-
-
-def seed_range(text: str) -> list[int]:
-    """`"0-9"` or `"0,3,5"` as a list of seeds."""
-    if "-" in text:
-        first, last = (int(part) for part in text.split("-"))
-        return list(range(first, last + 1))
-    return [int(part) for part in text.split(",")]
 
 
 def method_list(text: str) -> list[str]:
