@@ -43,7 +43,10 @@
 #   GRAD_REVERSE_WHEEL_CPU         x86_64 (default) or aarch64
 #   GRAD_REVERSE_WHEEL_TENSORFLOW  releases to build for (default: 2.15 ... 2.21)
 #   GRAD_REVERSE_WHEEL_PYTHONS     Pythons to build the kernel module for, those
-#                                  found (PATH, pyenv; default: 3.9 ... 3.13)
+#                                  found (PATH, pyenv; default: 3.10 ... 3.14).
+#                                  One this system lacks can come from Debian's
+#                                  packages: build_tools/debian_python.sh
+#                                  writes an interpreter to put on PATH
 #   GRAD_REVERSE_CUDA              AUTO (default: when nvcc is found), ON or OFF
 #   PYTHON                         the interpreter that runs the build (python3)
 set -euo pipefail
@@ -56,7 +59,7 @@ releases=${GRAD_REVERSE_WHEEL_TENSORFLOW:-2.15 2.16 2.17 2.18 2.19 2.20 2.21}
 # release's C headers, which every later release's C API still provides.
 releases=$(printf '%s\n' $releases | sort -t. -k1,1n -k2,2n | tr '\n' ' ')
 releases=${releases% }
-pythons=${GRAD_REVERSE_WHEEL_PYTHONS:-3.9 3.10 3.11 3.12 3.13}
+pythons=${GRAD_REVERSE_WHEEL_PYTHONS:-3.10 3.11 3.12 3.13 3.14}
 cuda=${GRAD_REVERSE_CUDA:-AUTO}
 cpu=${GRAD_REVERSE_WHEEL_CPU:-x86_64}
 case "$cpu" in
@@ -119,7 +122,8 @@ else
     [ "$version" = "$own" ] && continue  # the build's own Python gets it anyway
     interpreter=$("$python" build_tools/find_python.py "$version" || true)
     if [ -z "$interpreter" ] || ! "$interpreter" -c 'import sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'; then
-      echo "  Python $version: not found (or without its headers): the wheel has no kernel module for it"
+      echo "  Python $version: not found (or without its headers): the wheel has no kernel module for it" \
+      "(build_tools/debian_python.sh makes one from Debian's packages)"
       continue
     fi
     extra_pythons+=("$interpreter")
