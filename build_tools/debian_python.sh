@@ -30,7 +30,9 @@ if [ ! -x "$root/usr/bin/python$version" ]; then
   command -v debootstrap >/dev/null || { echo "debian_python.sh: debootstrap not found (apt-get install debootstrap)" >&2; exit 1; }
   script=/usr/share/debootstrap/scripts/$suite
   [ -e "$script" ] || script=/usr/share/debootstrap/scripts/sid
-  debootstrap --variant=minbase --include="python$version,python$version-venv,python$version-dev,ca-certificates" \
+  # binutils: the tests that run in the root read ELF symbols with readelf.
+  debootstrap --variant=minbase \
+    --include="python$version,python$version-venv,python$version-dev,ca-certificates,binutils" \
     "$suite" "$root" http://deb.debian.org/debian "$script"
 fi
 root=$(cd "$root" && pwd)
