@@ -18,7 +18,7 @@ import pytest
 
 import grad_reverse
 from grad_reverse import __main__ as package_cli
-from grad_reverse.demo import cli, fashion_mnist, image_runs, photo_patches
+from grad_reverse.demo import cli, fashion_mnist, image_runs, method_runs, photo_patches
 
 NAMES = fashion_mnist.FILES
 PACKAGE_PARENT = str(Path(grad_reverse.__file__).resolve().parents[1])  # this grad_reverse, from any cwd
@@ -174,11 +174,14 @@ def test_image_only_options_on_another_problem_exit_2(argv, message, capsys):
     assert message in capsys.readouterr().err
 
 
-def test_the_cli_defaults_are_the_image_runs_own():
+def test_the_image_problem_defaults_to_its_own_steps_and_methods_with_the_ceiling_only_there():
     args = preflight_args("--problem", "fashion-mnist-m")
     assert cli.default_steps(args) == image_runs.STEPS
     assert tuple(cli.default_methods(args)) == image_runs.IMAGE_METHODS
     assert cli.default_seeds(args) == (0, 1, 2)
+    # The ceiling is the image problem's alone: a comparison on another problem runs without it.
+    assert cli.IMAGE_ONLY_METHODS == ("target_trained",)
+    assert cli.default_methods(preflight_args("--problem", "blobs")) == list(method_runs.METHODS)
 
 
 # --- the target domain -------------------------------------------------------------

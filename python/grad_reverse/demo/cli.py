@@ -1,5 +1,7 @@
 """The `demo` command of `python -m grad_reverse`. Imports no TensorFlow
-until the command runs, so `demo --help` answers at once.
+until the command runs, so `demo --help` answers at once (the modules it
+imports, `image_runs` and `method_runs` for their defaults, import it inside
+their functions only).
 
 Two paths: without `--methods` on the moons (the default), the moons demo
 (`demo.experiment`: source-only and DANN, the paper's networks, the numbers
@@ -15,6 +17,8 @@ import sys
 from typing import Any, Optional
 
 from grad_reverse.demo import DEFAULT_OUT, DEFAULT_SEEDS, DEFAULT_STEPS
+from grad_reverse.demo.image_runs import IMAGE_METHODS
+from grad_reverse.demo.image_runs import STEPS as IMAGE_STEPS
 from grad_reverse.demo.method_runs import METHODS, STEPS
 from grad_reverse.demo.problems import CHOICES, CLAIMS, IMAGE_PROBLEMS
 from grad_reverse.demo.problems import DEFAULT_SEEDS as PROBLEM_SEEDS
@@ -39,11 +43,7 @@ def is_moons_demo(args: argparse.Namespace) -> bool:
 
 
 # Only the image problem has a ceiling to train: the target's labels' network.
-IMAGE_ONLY_METHODS = ("target_trained",)
-# The image problem's defaults, written here so that `demo --help` needs no TensorFlow
-# (demo.image_runs imports it); tests/cli checks they are image_runs' own.
-IMAGE_STEPS = 3000
-IMAGE_METHODS = METHODS + IMAGE_ONLY_METHODS
+IMAGE_ONLY_METHODS = tuple(m for m in IMAGE_METHODS if m not in METHODS)
 
 
 def default_steps(args: argparse.Namespace) -> int:
