@@ -254,6 +254,8 @@ def test_a_tiny_run_trains_every_method_and_writes_the_table_pictures_and_export
     write_fashion(data, n_train=300, n_test=100)
     monkeypatch.setattr(photo_patches, "check_photographs_available", lambda: None)
     monkeypatch.setattr(photo_patches, "photographs", stand_in_photos)
+    read, read_idx = [], fashion_mnist.read_idx
+    monkeypatch.setattr(fashion_mnist, "read_idx", lambda path: read.append(path) or read_idx(path))
     out = tmp_path / "out"
     argv = [
         "demo",
@@ -271,6 +273,7 @@ def test_a_tiny_run_trains_every_method_and_writes_the_table_pictures_and_export
     status = package_cli.main(argv)
     printed = capsys.readouterr().out
     assert status == 0, printed
+    assert len(read) == len(NAMES), read  # each file once: the run trains on what the preflight read
     results = json.loads((out / "results.json").read_text())
     assert list(results["accuracy"]) == list(image_runs.IMAGE_METHODS)
     assert all(0.0 <= v[0] <= 1.0 for v in results["accuracy"].values())

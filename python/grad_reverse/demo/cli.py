@@ -62,7 +62,8 @@ def default_methods(args: argparse.Namespace) -> list:
 
 def preflight(args: argparse.Namespace) -> Optional[int]:
     """Checks that need no TensorFlow, answered at once with exit status 2: the options
-    that fit only one problem, and the image problem's data and photographs."""
+    that fit only one problem, and the image problem's data and photographs. The data
+    it read is kept for the run, `args.image_data`, so that the files are read once."""
     if args.problem not in IMAGE_PROBLEMS:
         if args.data is not None:
             print(f"demo: --data is for --problem {IMAGE_PROBLEMS[0]} only (not {args.problem})", file=sys.stderr)
@@ -80,7 +81,7 @@ def preflight(args: argparse.Namespace) -> Optional[int]:
     from grad_reverse.demo.photo_patches import PhotosMissing, check_photographs_available
 
     try:
-        load(args.data)  # a second or two: a damaged file is said now, not after TensorFlow's start
+        args.image_data = load(args.data)  # a second or two: a damaged file is said now, not after TensorFlow's start
         check_photographs_available()
     except (DataMissing, PhotosMissing, ValueError, OSError) as missing:
         print(f"demo: {missing}", file=sys.stderr)
@@ -128,7 +129,8 @@ def _run_and_judge(args: argparse.Namespace) -> tuple:
     else:
         from grad_reverse.demo.methods_experiment import run_methods
 
-        data = {"data_dir": args.data} if args.problem in IMAGE_PROBLEMS else {}  # only images read files
+        # Only images read files: `preflight`, which the command line runs first, has read them.
+        data = {"data": args.image_data} if args.problem in IMAGE_PROBLEMS else {}
         result = run_methods(
             args.out,
             args.problem,
