@@ -58,7 +58,9 @@ class GradReverseGradOp : public OpKernel {
   explicit GradReverseGradOp(OpKernelConstruction* ctx) : OpKernel(ctx) {}
 
   void Compute(OpKernelContext* ctx) override {
-    float lambda;
+    // Set by ReadLambda whenever it returns OK; initialised because GCC cannot
+    // see that and warns that `lambda` may be used uninitialized.
+    float lambda = 0.0f;
     OP_REQUIRES_OK(ctx, ReadLambda(ctx, &lambda));
     const Tensor& dy = ctx->input(0);
     Tensor* dx = nullptr;

@@ -38,6 +38,7 @@ from grad_reverse._keras import keras  # noqa: E402
 from grad_reverse.adaptation import CDAN, DANN, MDD  # noqa: E402
 from grad_reverse.adaptation import DANNLearningRateSchedule  # noqa: E402
 from grad_reverse.demo.photo_patches import blend_with_patches, photographs  # noqa: E402
+from dann_moons_seeds import seed_range  # noqa: E402
 
 METHODS = ("source_only", "dann", "cdan", "cdan_e", "mdd", "target_trained")
 BATCH = 128  # source + target; the ceiling trains on 64 target points per step
@@ -112,11 +113,6 @@ def target_accuracy(method: str, seed: int, args: argparse.Namespace) -> float:
         )
     predicted = np.asarray(model(x_target, training=False)).argmax(1)
     return float(np.mean(predicted == y_target))
-
-
-def seed_range(text: str) -> list:
-    first, _, last = text.partition("-")
-    return list(range(int(first), int(last or first) + 1))
 
 
 def main() -> None:

@@ -18,7 +18,7 @@ import pytest
 
 import grad_reverse
 from grad_reverse import __main__ as package_cli
-from grad_reverse.demo import cli, fashion_mnist, image_runs, photo_patches
+from grad_reverse.demo import cli, fashion_mnist, image_runs, method_runs, photo_patches
 
 NAMES = fashion_mnist.FILES
 PACKAGE_PARENT = str(Path(grad_reverse.__file__).resolve().parents[1])  # this grad_reverse, from any cwd
@@ -174,11 +174,14 @@ def test_image_only_options_on_another_problem_exit_2(argv, message, capsys):
     assert message in capsys.readouterr().err
 
 
-def test_the_cli_defaults_are_the_image_runs_own():
+def test_the_image_problem_defaults_to_its_own_steps_and_methods_with_the_ceiling_only_there():
     args = preflight_args("--problem", "fashion-mnist-m")
     assert cli.default_steps(args) == image_runs.STEPS
     assert tuple(cli.default_methods(args)) == image_runs.IMAGE_METHODS
     assert cli.default_seeds(args) == (0, 1, 2)
+    # The ceiling is the image problem's alone: a comparison on another problem runs without it.
+    assert cli.IMAGE_ONLY_METHODS == ("target_trained",)
+    assert cli.default_methods(preflight_args("--problem", "blobs")) == list(method_runs.METHODS)
 
 
 # --- the target domain -------------------------------------------------------------
@@ -251,6 +254,8 @@ def test_a_tiny_run_trains_every_method_and_writes_the_table_pictures_and_export
     write_fashion(data, n_train=300, n_test=100)
     monkeypatch.setattr(photo_patches, "check_photographs_available", lambda: None)
     monkeypatch.setattr(photo_patches, "photographs", stand_in_photos)
+    read, read_idx = [], fashion_mnist.read_idx
+    monkeypatch.setattr(fashion_mnist, "read_idx", lambda path: read.append(path) or read_idx(path))
     out = tmp_path / "out"
     argv = [
         "demo",
@@ -268,6 +273,7 @@ def test_a_tiny_run_trains_every_method_and_writes_the_table_pictures_and_export
     status = package_cli.main(argv)
     printed = capsys.readouterr().out
     assert status == 0, printed
+    assert len(read) == len(NAMES), read  # each file once: the run trains on what the preflight read
     results = json.loads((out / "results.json").read_text())
     assert list(results["accuracy"]) == list(image_runs.IMAGE_METHODS)
     assert all(0.0 <= v[0] <= 1.0 for v in results["accuracy"].values())

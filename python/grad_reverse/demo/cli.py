@@ -1,5 +1,7 @@
 """The `demo` command of `python -m grad_reverse`. Imports no TensorFlow
-until the command runs, so `demo --help` answers at once.
+until the command runs, so `demo --help` answers at once (the modules it
+imports, `image_runs` and `method_runs` for their defaults, import it inside
+their functions only).
 
 Two paths: without `--methods` on the moons (the default), the moons demo
 (`demo.experiment`: source-only and DANN, the paper's networks, the numbers
@@ -15,6 +17,8 @@ import sys
 from typing import Any, Optional
 
 from grad_reverse.demo import DEFAULT_OUT, DEFAULT_SEEDS, DEFAULT_STEPS
+from grad_reverse.demo.image_runs import IMAGE_METHODS
+from grad_reverse.demo.image_runs import STEPS as IMAGE_STEPS
 from grad_reverse.demo.method_runs import METHODS, STEPS
 from grad_reverse.demo.problems import CHOICES, CLAIMS, IMAGE_PROBLEMS
 from grad_reverse.demo.problems import DEFAULT_SEEDS as PROBLEM_SEEDS
@@ -39,11 +43,7 @@ def is_moons_demo(args: argparse.Namespace) -> bool:
 
 
 # Only the image problem has a ceiling to train: the target's labels' network.
-IMAGE_ONLY_METHODS = ("target_trained",)
-# The image problem's defaults, written here so that `demo --help` needs no TensorFlow
-# (demo.image_runs imports it); tests/cli checks they are image_runs' own.
-IMAGE_STEPS = 3000
-IMAGE_METHODS = METHODS + IMAGE_ONLY_METHODS
+IMAGE_ONLY_METHODS = tuple(m for m in IMAGE_METHODS if m not in METHODS)
 
 
 def default_steps(args: argparse.Namespace) -> int:
@@ -62,7 +62,8 @@ def default_methods(args: argparse.Namespace) -> list:
 
 def preflight(args: argparse.Namespace) -> Optional[int]:
     """Checks that need no TensorFlow, answered at once with exit status 2: the options
-    that fit only one problem, and the image problem's data and photographs."""
+    that fit only one problem, and the image problem's data and photographs. The data
+    it read is kept for the run, `args.image_data`, so that the files are read once."""
     if args.problem not in IMAGE_PROBLEMS:
         if args.data is not None:
             print(f"demo: --data is for --problem {IMAGE_PROBLEMS[0]} only (not {args.problem})", file=sys.stderr)
@@ -80,7 +81,7 @@ def preflight(args: argparse.Namespace) -> Optional[int]:
     from grad_reverse.demo.photo_patches import PhotosMissing, check_photographs_available
 
     try:
-        load(args.data)  # a second or two: a damaged file is said now, not after TensorFlow's start
+        args.image_data = load(args.data)  # a second or two: a damaged file is said now, not after TensorFlow's start
         check_photographs_available()
     except (DataMissing, PhotosMissing, ValueError, OSError) as missing:
         print(f"demo: {missing}", file=sys.stderr)
@@ -128,7 +129,8 @@ def _run_and_judge(args: argparse.Namespace) -> tuple:
     else:
         from grad_reverse.demo.methods_experiment import run_methods
 
-        data = {"data_dir": args.data} if args.problem in IMAGE_PROBLEMS else {}  # only images read files
+        # Only images read files: `preflight`, which the command line runs first, has read them.
+        data = {"data": args.image_data} if args.problem in IMAGE_PROBLEMS else {}
         result = run_methods(
             args.out,
             args.problem,

@@ -168,7 +168,7 @@ def run(
     methods: list,
     seeds: list,
     steps: int,
-    data_dir: Optional[str] = None,
+    data: Any = None,
     limit: Optional[int] = None,
     quiet: bool = False,
     trained: Optional[Callable] = None,
@@ -176,12 +176,13 @@ def run(
 ) -> dict:
     """Trains each method on each seed; scores each on the test set's target
     version (`accuracy`, as the other problems' `method_runs.run`) and source
-    version (`source_accuracy`). `trained(seed, method, model, problem)`, if
-    given, sees every model once it is scored."""
+    version (`source_accuracy`). `data`: Fashion-MNIST as `fashion_mnist.load`
+    returns it (None: loaded from where `fashion_mnist.find` looks).
+    `trained(seed, method, model, problem)`, if given, sees every model once it is scored."""
     from grad_reverse.demo.fashion_mnist import load
     from grad_reverse.demo.photo_patches import photographs
 
-    data, photos = load(data_dir), photographs()
+    data, photos = (load() if data is None else data), photographs()
     results: dict = {m: [] for m in methods}
     source_results: dict = {m: [] for m in methods}
     seconds: dict = {m: 0.0 for m in methods}

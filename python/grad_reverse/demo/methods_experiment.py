@@ -40,7 +40,7 @@ def run_methods(
     steps: int,
     quiet: bool = False,
     loading_seconds: Optional[float] = None,
-    data_dir: Optional[str] = None,
+    data: Any = None,
 ) -> dict[str, Any]:
     """Trains `methods` on `problem` for each seed; plots, exports and checks the first seed's.
 
@@ -49,7 +49,7 @@ def run_methods(
     `plots` (name -> path, or None without matplotlib), `export` (the
     SavedModel's path), `export_method`, `serving_check` (the exit code of
     `check_serving` on it), `results` (JSON path) and `seconds` added. On an
-    image problem (`data_dir`: where its files are, `demo.fashion_mnist`) the
+    image problem (`data`: its images, as `image_runs.run` takes them) the
     result is `image_runs.run`'s, with `source_accuracy` and `gap_closed` too.
     """
     if not seeds or not methods:
@@ -78,7 +78,7 @@ def run_methods(
 
     seeds = [int(s) for s in seeds]
     if images:
-        result = image_runs.run(list(methods), seeds, steps, data_dir=data_dir, quiet=quiet, trained=keep)
+        result = image_runs.run(list(methods), seeds, steps, data=data, quiet=quiet, trained=keep)
         result["gap_closed"] = image_runs.gap_closed(result)
         say("\n" + image_runs.table(result))
     else:
