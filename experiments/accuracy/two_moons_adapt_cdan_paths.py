@@ -2,7 +2,8 @@
 package's CDAN trained with ADAPT 0.4.5's gradient structure, then with one difference at a time
 put back. The numbers behind docs/methods.md's "On a peer's own problem" attribution.
 
-    python experiments/accuracy/two_moons_adapt_cdan_paths.py [--seeds 0-9] [--configs adapt,...]
+    python experiments/accuracy/two_moons_adapt_cdan_paths.py [--seeds 0-9] [--configs cdan:adapt,...]
+    python experiments/accuracy/two_moons_adapt_cdan_paths.py --check-adapt-step   # needs ADAPT
 
 The problem, networks, optimizer, batches and steps are `two_moons_adapt.py`'s (ADAPT's
 notebook's). A scratch subclass of `grad_reverse.CDAN` (not part of the package) adds three
@@ -21,7 +22,9 @@ switches that the package's CDAN does not have:
 and `adapt_domain_loss`: the domain loss as ADAPT writes it, `-log(p + eps)` with float32's
 eps and the domain head's output read as P(source), instead of Keras' binary cross-entropy
 (which clips `p` to [1e-7, 1 - 1e-7]) on P(target). With it, one training step from the same
-weights on the same batch gives ADAPT's own CDAN's update (checked with SGD at rate 1).
+weights on the same batch gives ADAPT's own CDAN's update (`--check-adapt-step`: SGD at rate 1,
+each part's largest relative difference; ADAPT's map holds the same values in another order,
+which the check bridges by reordering the domain head's first kernel).
 
 Configurations (`CONFIGS`): `adapt` is ADAPT's structure as a whole: `map_gradient=True`,
 the label head on the label loss only, lambda 1 from the first step, ADAPT's term scale (plain
@@ -38,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -52,6 +56,7 @@ from grad_reverse.adaptation.domain_head import MEAN_OVER_DOMAINS, domain_term  
 from grad_reverse.adaptation.model import class_log_probabilities  # noqa: E402
 from dann_moons_seeds import seed_range  # noqa: E402
 from two_moons_adapt import (  # noqa: E402
+    ADAPT_INSTALL,
     BATCH_PER_DOMAIN,
     EPOCHS,
     STEPS_PER_EPOCH,
@@ -200,6 +205,58 @@ def train(config: str, data: tuple, seed: int, epochs: int) -> float:
     return target_accuracy(model.predict(x_target, verbose=0), y_target)
 
 
+def check_adapt_step(data: tuple) -> None:
+    """One training step of each configuration below from the same weights on the same batch
+    (34 + 34 points, SGD at rate 1) against ADAPT's own CDAN's step: the largest relative
+    difference of each part's update. Needs ADAPT 0.4.5."""
+    try:
+        from adapt.feature_based import CDAN as AdaptCDAN
+    except ImportError as error:
+        sys.exit(f"--check-adapt-step needs ADAPT 0.4.5 ({error}); install it with: {ADAPT_INSTALL}")
+    x_source, y_source, x_target, _ = data
+    n = BATCH_PER_DOMAIN
+    xs, ys, xt = x_source[:n], y_source[:n], x_target[n : 2 * n]
+    # ADAPT's map is feature-major (entry j * classes + c), ours class-major (c * features + j).
+    order = [c * 10 + j for j in range(10) for c in range(2)]
+    for config in ("cdan:adapt", "cdan:adapt+head_map", "cdan_e:adapt", "cdan_e:adapt+head_both"):
+        method, change = config.split(":")
+        keras.utils.set_random_seed(1)
+        parts = [encoder(), label_head(2), domain_head(20)]
+        start = [part.get_weights() for part in parts]
+        theirs = [keras.models.clone_model(part) for part in parts]
+        for part, weights in zip(theirs, start):
+            part.set_weights(weights)
+        theirs[2].set_weights([start[2][0][order]] + start[2][1:])
+        constructor, compile_arguments = arguments(method, change)
+        ours = PathsCDAN(*parts, entropy_conditioning=method == "cdan_e", **constructor)
+        if compile_arguments.pop("adapt_loss", False):
+            compile_arguments["domain_loss"] = adapt_domain_loss
+        ours.compile(keras.optimizers.SGD(1.0), "sparse_categorical_crossentropy", **compile_arguments)
+        ours.fit(xs, ys, target=xt, batch_size=2 * n, steps_per_epoch=1, shuffle=False, verbose=0)
+        peer = AdaptCDAN(
+            encoder=theirs[0],
+            task=theirs[1],
+            discriminator=theirs[2],
+            entropy=method == "cdan_e",
+            lambda_=1.0,
+            optimizer=keras.optimizers.SGD(1.0),
+            loss="categorical_crossentropy",
+            copy=False,
+            verbose=0,
+        )
+        peer.fit(xs, np.eye(2, dtype="float32")[ys], xt, epochs=1, batch_size=n, verbose=0)
+        line = [f"{config:24s}"]
+        for name, part, peer_part, weights in zip(("encoder", "label head", "domain head"), parts, theirs, start):
+            ours_step = [after - before for after, before in zip(part.get_weights(), weights)]
+            if name == "domain head":
+                ours_step[0] = ours_step[0][order]
+                weights = [weights[0][order]] + weights[1:]
+            peer_step = [after - before for after, before in zip(peer_part.get_weights(), weights)]
+            difference = max(float(np.abs(a - b).max() / np.abs(b).max()) for a, b in zip(ours_step, peer_step))
+            line.append(f"{name} {difference:.2e}")
+        print("  ".join(line), flush=True)
+
+
 def config_list(text: str) -> list[str]:
     configs = [c.strip() for c in text.split(",") if c.strip()]
     unknown = [c for c in configs if c not in CONFIGS]
@@ -213,10 +270,14 @@ def main() -> None:
     parser.add_argument("--seeds", type=seed_range, default=seed_range("0-9"))
     parser.add_argument("--configs", type=config_list, default=["cdan:adapt", "cdan_e:adapt"])
     parser.add_argument("--epochs", type=int, default=EPOCHS)
+    parser.add_argument("--check-adapt-step", action="store_true", help="compare one step with ADAPT's, then exit")
     args = parser.parse_args()
     tf.config.threading.set_intra_op_parallelism_threads(1)
     tf.config.threading.set_inter_op_parallelism_threads(1)
     data = make_moons_rotated()
+    if args.check_adapt_step:
+        check_adapt_step(data)
+        return
     results: dict = {config: [] for config in args.configs}
     for seed in args.seeds:
         line = [f"seed {seed}"]
