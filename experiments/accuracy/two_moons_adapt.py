@@ -192,6 +192,23 @@ def method_list(text: str) -> list[str]:
     return methods
 
 
+def run_over_seeds(names: list[str], seeds: list[int], train_for, epochs: int, width: int) -> None:
+    """Trains each of `names` on each seed with `train_for(name)(name, data, seed,
+    epochs)`, printing a line per seed, then min / mean / max per name."""
+    data = make_moons_rotated()
+    results: dict = {name: [] for name in names}
+    for seed in seeds:
+        line = [f"seed {seed}"]
+        for name in names:
+            start = time.perf_counter()
+            results[name].append(train_for(name)(name, data, seed, epochs))
+            line.append(f"{name} {results[name][-1]:.3f} ({time.perf_counter() - start:.0f} s)")
+        print("  ".join(line), flush=True)
+    print(f"target accuracy over {len(seeds)} seeds ({epochs * STEPS_PER_EPOCH} steps):")
+    for name, values in results.items():
+        print(f"  {name:{width}s} min {min(values):.3f}  mean {np.mean(values):.3f}  max {max(values):.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=seed_range, default=seed_range("0-9"))
@@ -202,19 +219,9 @@ def main() -> None:
     tf.config.threading.set_intra_op_parallelism_threads(1)
     tf.config.threading.set_inter_op_parallelism_threads(1)
     methods = args.methods + (list(ADAPT) if args.adapt else [])
-    data = make_moons_rotated()
-    results: dict = {method: [] for method in methods}
-    for seed in args.seeds:
-        line = [f"seed {seed}"]
-        for method in methods:
-            start = time.perf_counter()
-            train = train_adapt if method.startswith("adapt_") else train_ours
-            results[method].append(train(method, data, seed, args.epochs))
-            line.append(f"{method} {results[method][-1]:.3f} ({time.perf_counter() - start:.0f} s)")
-        print("  ".join(line), flush=True)
-    print(f"target accuracy over {len(args.seeds)} seeds ({args.epochs * STEPS_PER_EPOCH} steps):")
-    for method, values in results.items():
-        print(f"  {method:18s} min {min(values):.3f}  mean {np.mean(values):.3f}  max {max(values):.3f}")
+    run_over_seeds(
+        methods, args.seeds, lambda method: train_adapt if method.startswith("adapt_") else train_ours, args.epochs, 18
+    )
 
 
 if __name__ == "__main__":

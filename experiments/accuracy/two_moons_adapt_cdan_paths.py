@@ -42,7 +42,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -65,6 +64,7 @@ from two_moons_adapt import (  # noqa: E402
     label_head,
     make_moons_rotated,
     optimizer,
+    run_over_seeds,
     target_accuracy,
 )
 
@@ -274,21 +274,10 @@ def main() -> None:
     args = parser.parse_args()
     tf.config.threading.set_intra_op_parallelism_threads(1)
     tf.config.threading.set_inter_op_parallelism_threads(1)
-    data = make_moons_rotated()
     if args.check_adapt_step:
-        check_adapt_step(data)
+        check_adapt_step(make_moons_rotated())
         return
-    results: dict = {config: [] for config in args.configs}
-    for seed in args.seeds:
-        line = [f"seed {seed}"]
-        for config in args.configs:
-            start = time.perf_counter()
-            results[config].append(train(config, data, seed, args.epochs))
-            line.append(f"{config} {results[config][-1]:.3f} ({time.perf_counter() - start:.0f} s)")
-        print("  ".join(line), flush=True)
-    print(f"target accuracy over {len(args.seeds)} seeds ({args.epochs * STEPS_PER_EPOCH} steps):")
-    for config, values in results.items():
-        print(f"  {config:32s} min {min(values):.3f}  mean {np.mean(values):.3f}  max {max(values):.3f}")
+    run_over_seeds(args.configs, args.seeds, lambda config: train, args.epochs, 32)
 
 
 if __name__ == "__main__":
