@@ -65,5 +65,6 @@ inside python -m grad_reverse info 2>/dev/null | grep -E '^(tensorflow_running|l
 status=0
 inside bash -c "cd /src && python -m pytest -q -p no:cacheprovider -m 'not slow' -rs ${tests[*]}" > "$log" 2>&1 || status=$?
 tail -n 30 "$log"
-echo "debian_root_tests.sh: pytest exit status $status (log: $log)"
+summary=$(grep -E "[0-9]+ (passed|failed|error)" "$log" | tail -n 1 || true)
+echo "debian_root_tests.sh: pytest exit status $status: ${summary:-no summary line} (log: $log)"
 exit $status
