@@ -54,8 +54,8 @@ inside() {
     PIP_CERT=/etc/ssl/certs/build-host-ca.crt TF_CPP_MIN_LOG_LEVEL=2 \
     GRAD_REVERSE_EXPECT_PORTABLE=1 "$@"
 }
-inside bash -c "[ -x $venv/bin/python ] || /usr/bin/$python -m venv $venv"
-inside pip install -q --upgrade pip
+# A new pip once, when the environment is made; a reused one already has it.
+inside bash -c "[ -x $venv/bin/python ] || { /usr/bin/$python -m venv $venv && pip install -q --upgrade pip; }"
 inside pip install -q "$requirement" pytest hypothesis matplotlib
 ignore=()
 [ "${GRAD_REVERSE_IGNORE_REQUIRES_PYTHON:-0}" = 1 ] && ignore=(--ignore-requires-python)
