@@ -120,8 +120,8 @@ else
   own=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
   for version in $pythons; do
     [ "$version" = "$own" ] && continue  # the build's own Python gets it anyway
-    interpreter=$("$python" build_tools/find_python.py "$version" || true)
-    if [ -z "$interpreter" ] || ! "$interpreter" -c 'import sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'; then
+    interpreter=$("$python" build_tools/find_python.py --with-headers "$version" || true)
+    if [ -z "$interpreter" ]; then
       echo "  Python $version: not found (or without its headers): the wheel has no kernel module for it" \
       "(build_tools/debian_python.sh makes one from Debian's packages)"
       continue

@@ -50,5 +50,5 @@ exec "$loader" --library-path "${multiarch[0]}" "$root/usr/bin/python$version" "
 WRAPPER
 chmod +x "$wrapper.tmp"
 mv "$wrapper.tmp" "$wrapper"
-"$wrapper" -c 'import sys, sysconfig, os; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' ||
+python3 "$(dirname "$0")/find_python.py" --with-headers "$wrapper" >/dev/null ||
   { echo "debian_python.sh: $wrapper runs, but finds no Python.h" >&2; exit 1; }

@@ -29,7 +29,7 @@ class GradReverseOp : public OpKernel {
   explicit GradReverseOp(OpKernelConstruction* ctx) : OpKernel(ctx) {}
 
   void Compute(OpKernelContext* ctx) override {
-    float lambda;
+    float lambda = 0.0f;  // read only to validate it: a bad lambda fails here, as in the gradient
     OP_REQUIRES_OK(ctx, ReadLambda(ctx, &lambda));
     ctx->set_output(0, ctx->input(0));
   }

@@ -283,3 +283,14 @@ def test_a_tiny_run_trains_every_method_and_writes_the_table_pictures_and_export
     for path in results["plots"].values():
         assert path is None or open(path, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
     assert printed.rstrip().splitlines()[-1] == str(out)
+
+
+def test_a_run_without_the_preflight_reads_the_data_itself_once(tmp_path, monkeypatch):
+    data = tmp_path / "data"
+    write_fashion(data, n_train=20, n_test=10)
+    read, read_idx = [], fashion_mnist.read_idx
+    monkeypatch.setattr(fashion_mnist, "read_idx", lambda path: read.append(path) or read_idx(path))
+    args = argparse.Namespace(data=str(data))  # as a caller that skips `preflight` passes it
+    first = cli._image_data(args)
+    assert cli._image_data(args) is first and len(read) == len(NAMES)
+    assert first.x_train.shape[0] == 20 and first.directory == str(data)

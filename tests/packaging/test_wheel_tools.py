@@ -1,6 +1,6 @@
 """The portable wheel's build tools (build_tools/), on inputs made here: the
 sysroot's package unpacking and pinning, the wheel check's tag and symbol
-rules, the PATH without compilers. (The wheel itself: CI's step 3 builds it
+rules, the PATH without compilers, the finding of Pythons with headers. (The wheel itself: CI's step 3 builds it
 with build_pip_pkg.sh and runs the suite against it.)"""
 
 import hashlib
@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "build_tools"))
 import check_wheel  # noqa: E402
 import elf_symbols  # noqa: E402
+import find_python  # noqa: E402
 import no_compiler_path  # noqa: E402
 import sysroot  # noqa: E402
 
@@ -238,3 +239,15 @@ def test_a_stable_library_needing_a_symbol_version_an_older_release_lacks_is_rep
     assert "TensorFlow 2.15: exports all 1; MISSING symbol versions tensorflow" in capsys.readouterr().out
     against_old = _link(compiler, tmp_path / "against_old.so", user, str(old))
     assert [p for p in check_wheel.stable_library_problems(against_old, frameworks) if "symbol version" in p] == []
+
+
+def test_find_python_with_headers_refuses_an_interpreter_without_python_h(tmp_path):
+    # A stand-in interpreter: the real one, except that its include folder lacks Python.h.
+    headless = tmp_path / "python-headless"
+    headless.write_text(f'#!/bin/sh\ncase "$2" in *Python.h*) exit 1;; esac\nexec "{sys.executable}" "$@"\n')
+    headless.chmod(0o755)
+    assert find_python.find_python(str(headless)) == str(headless)
+    assert find_python.find_python(str(headless), with_headers=True) is None
+    run = [sys.executable, str(ROOT / "build_tools" / "find_python.py"), "--with-headers", str(headless)]
+    assert subprocess.run(run, capture_output=True).returncode == 1
+    assert find_python.find_python(str(tmp_path / "missing")) is None

@@ -117,6 +117,15 @@ def _run(args: argparse.Namespace) -> int:
     return status
 
 
+def _image_data(args: argparse.Namespace) -> Any:
+    """Fashion-MNIST as `preflight` read it (the command line runs it first), or read now from `--data`."""
+    if getattr(args, "image_data", None) is None:
+        from grad_reverse.demo.fashion_mnist import load
+
+        args.image_data = load(args.data)
+    return args.image_data
+
+
 def _run_and_judge(args: argparse.Namespace) -> tuple:
     """`(result, exit status)`: the serving check's status if it failed, else whether the claims held."""
     steps = args.steps or default_steps(args)
@@ -129,8 +138,7 @@ def _run_and_judge(args: argparse.Namespace) -> tuple:
     else:
         from grad_reverse.demo.methods_experiment import run_methods
 
-        # Only images read files: `preflight`, which the command line runs first, has read them.
-        data = {"data": args.image_data} if args.problem in IMAGE_PROBLEMS else {}
+        data = {"data": _image_data(args)} if args.problem in IMAGE_PROBLEMS else {}
         result = run_methods(
             args.out,
             args.problem,
