@@ -152,7 +152,8 @@ class CDAN(DomainHeadModel):
       map_seed: the seed of the randomized map's matrices (saved with the model).
       map_gradient: whether the map's class probabilities `g` carry gradient, reversed
         with the features' lambda (into the label head and the features). False: the
-        authors' (thuml/CDAN detaches `g`); True: ADAPT's CDAN, where `g` is differentiated.
+        authors' (thuml/CDAN detaches `g`); True: ADAPT's CDAN, where `g` is differentiated
+        (it trained better on most problems measured: docs/methods.md).
       lambda_max, gamma, lambda_schedule: as `DANN`'s.
 
     `compile` takes DANN's arguments (`domain_loss_reduction` by default
