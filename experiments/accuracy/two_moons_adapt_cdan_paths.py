@@ -30,8 +30,10 @@ Configurations (`CONFIGS`): `adapt` is ADAPT's structure as a whole: `map_gradie
 the label head on the label loss only, lambda 1 from the first step, ADAPT's term scale (plain
 CDAN: the sum of the two domains' means; CDAN+E: half that, normalized by the weights' means
 with their gradient), ADAPT's domain loss. Each `adapt+...` / `adapt-...` changes one of those
-back towards the package's defaults; `default` is the package's defaults and `default-head`
-the defaults with the label head kept from the entropy weights' gradient.
+back towards the package's defaults as they were when docs/methods.md's table was measured
+(`map_gradient=False` then); `default` is the package's defaults and `default-head` the defaults
+with the label head kept from the entropy weights' gradient (the table's "defaults" rows: with
+`map_gradient=False`; the default is True since).
 
 TensorFlow runs on one thread. One line per seed, then each configuration's target accuracy
 min / mean / max over the seeds.

@@ -135,6 +135,7 @@ def ours(folder: str) -> list:
                 randomized=randomized,
                 randomized_dim=RANDOMIZED_DIM,
                 map_seed=5,
+                map_gradient=False,  # the authors' code detaches the map's g
             )
             grads = gradients(model, model.domain_head, cross_entropy, y_source, cdan_lambda, label_from_logits=True)
             matrices = random_matrices(FEATURES, CLASSES, RANDOMIZED_DIM, 5) if randomized else None

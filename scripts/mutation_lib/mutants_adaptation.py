@@ -209,7 +209,7 @@ ADAPTATION_MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         name="cdan-probabilities-with-gradient",
-        promise="CDAN's class probabilities enter the multilinear map without gradient",
+        promise="CDAN(map_gradient=False)'s class probabilities enter the multilinear map without gradient",
         file="adaptation/cdan.py",
         edits=(
             (
@@ -237,6 +237,18 @@ ADAPTATION_MUTANTS: tuple[Mutant, ...] = (
         tests=(
             T
             + "adaptation/test_cdan.py::test_map_gradient_sends_the_reversed_domain_gradient_through_the_probabilities[True]",
+            T
+            + "adaptation/test_cdan.py::test_map_gradient_sends_the_reversed_domain_gradient_through_the_probabilities[default]",
+        ),
+    ),
+    Mutant(
+        name="cdan-map-gradient-off-by-default",
+        promise="CDAN differentiates the map's class probabilities by default (map_gradient=True)",
+        file="adaptation/cdan.py",
+        edits=(("        map_gradient: bool = True,", "        map_gradient: bool = False,"),),
+        tests=(
+            T
+            + "adaptation/test_cdan.py::test_map_gradient_sends_the_reversed_domain_gradient_through_the_probabilities[default]",
         ),
     ),
     Mutant(

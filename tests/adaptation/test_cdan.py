@@ -144,13 +144,17 @@ def test_the_map_switches_to_randomized_above_4096_values():
 
 
 def test_the_class_probabilities_carry_no_gradient_into_the_label_head():
-    """One SGD step of plain CDAN moves the label head as the label loss alone does (domain_loss_weight
-    0): the domain term reaches the label head only through the conditioning, which has no gradient
-    (CDAN+E's entropy weights carry one: tests/adaptation/test_gradients.py)."""
+    """With map_gradient=False (the authors' code), one SGD step of plain CDAN moves the label head as
+    the label loss alone does (domain_loss_weight 0): the domain term reaches the label head only through
+    the conditioning, which then has no gradient (CDAN+E's entropy weights carry one:
+    tests/adaptation/test_gradients.py)."""
     moved = []
     for weight in (1.0, 0.0):
         model = CDAN(
-            *parts(classes=3, domain_inputs=3 * FEATURES), entropy_conditioning=False, lambda_schedule="constant"
+            *parts(classes=3, domain_inputs=3 * FEATURES),
+            entropy_conditioning=False,
+            lambda_schedule="constant",
+            map_gradient=False,
         )
         x_source, y_source, x_target = points()
         model.compile(keras.optimizers.SGD(0.5), "sparse_categorical_crossentropy", domain_loss_weight=weight)
@@ -168,19 +172,17 @@ def test_the_class_probabilities_carry_no_gradient_into_the_label_head():
     assert np.abs(moved[0][1] - moved[1][1]).max() > 1e-4  # the domain term trained the domain head
 
 
-@pytest.mark.parametrize("map_gradient", [True, False])
+@pytest.mark.parametrize("map_gradient", [True, False, "default"])
 def test_map_gradient_sends_the_reversed_domain_gradient_through_the_probabilities(map_gradient):
-    """The label head's gradient of the objective: with `map_gradient=True`, the label loss's minus
-    lambda times the domain term's through `g` in the map (computed here with plain TensorFlow ops on
-    the same weights, no GradReverse); with False (the authors'), the label loss's alone."""
+    """The label head's gradient of the objective: with `map_gradient=True` (the default), the label
+    loss's minus lambda times the domain term's through `g` in the map (computed here with plain
+    TensorFlow ops on the same weights, no GradReverse); with False (the authors'), the label loss's alone."""
     import tensorflow as tf
 
     lambda_ = 0.7
+    switch = {} if map_gradient == "default" else {"map_gradient": map_gradient}
     model = CDAN(
-        *parts(classes=3, domain_inputs=3 * FEATURES),
-        map_gradient=map_gradient,
-        lambda_schedule="constant",
-        lambda_max=lambda_,
+        *parts(classes=3, domain_inputs=3 * FEATURES), lambda_schedule="constant", lambda_max=lambda_, **switch
     )
     model.compile("sgd", "sparse_categorical_crossentropy")
     x_source, y_source, x_target = points(n=6)
@@ -201,7 +203,7 @@ def test_map_gradient_sends_the_reversed_domain_gradient_through_the_probabiliti
         p_target = tf.reshape(model.domain_head(mapped), [-1])
         term = 0.5 * (-tf.reduce_mean(tf.math.log(1.0 - p_target[:6])) - tf.reduce_mean(tf.math.log(p_target[6:])))
     expected = tape.gradient(label_loss, label_weights)
-    if map_gradient:
+    if map_gradient:  # True, and the default
         expected = [e - lambda_ * d for e, d in zip(expected, tape.gradient(term, label_weights))]
     for got_part, expected_part in zip(got, expected):
         np.testing.assert_allclose(got_part, expected_part, rtol=1e-4, atol=1e-6)

@@ -4,7 +4,9 @@ differentiates (`model.objective`), with respect to the features, the label
 head's weights and the domain head's (or adversary's), equals one derived by
 hand in numpy (float64). Which gradient reaches which part, at what scale, as
 the authors' code has it (docs/methods.md): DANN and CDAN give the label head
-nothing from the domain term; CDAN+E gives it the entropy weights' gradient,
+nothing from the domain term (CDAN with `map_gradient=False`, the authors' detached
+map; the path through the map of its default is tests/adaptation/test_cdan.py's);
+CDAN+E gives it the entropy weights' gradient,
 reversed with lambda, the weights' normalizers without gradient; MDD gives the
 label head nothing from the transfer term. A stop-gradient added or removed
 anywhere moves one of these gradients."""
@@ -183,6 +185,7 @@ def domain_model(method: str, **kwargs):
         domain_head,
         entropy_conditioning=method == "cdan_e",
         randomized=False,
+        map_gradient=False,  # the authors' code: the hand computation's g is a constant in the map
         **kwargs,
     )
 

@@ -3,7 +3,7 @@
     features = feature_extractor(x)
     label    = label_head(features)                  # what the model predicts
     g        = class probabilities of label
-    domain   = domain_head(GradReverse(lambda_)(T(features, stop_gradient(g))))   # training only
+    domain   = domain_head(GradReverse(lambda_)(T(features, g)))   # training only
 
 `T` is the multilinear map `g ⊗ f` (flattened, class-major: entry
 `c * dim(f) + j` is `g_c f_j`), or the randomized multilinear map
@@ -16,11 +16,12 @@ weighs each point's domain loss by `w = 1 + exp(-H(g))`,
 weights' sums taken without gradient. As in the authors' code (thuml/CDAN,
 `pytorch/loss.py`), `H` carries gradient, reversed with the same lambda as
 the domain head's input: the domain loss reaches the label head and the
-features through the entropy weights too, and the label head through
-nothing else (the map's `g` has no gradient). `map_gradient=True`
-differentiates `g` in the map too (ADAPT's CDAN): the domain loss then
-reaches the label head and the features through `g`, reversed with the
-same lambda. With the default
+features through the entropy weights too. The map's `g` carries gradient
+too, reversed with the same lambda (`map_gradient=True`, the default: the
+paper's minimax, where the network makes both `f` and `g`, and ADAPT's
+CDAN); `map_gradient=False` detaches it, as the authors' code does, so that
+the label head gets nothing else from the domain loss (`g` differentiated
+trained better on most problems measured: docs/methods.md). With the default
 `domain_loss_reduction="mean_over_domains"`, the authors' scale:
 
     objective = label loss + domain_loss_weight * 0.5 * (sum_s w_s l_s / sum_s w_s + sum_t w_t l_t / sum_t w_t)
@@ -151,9 +152,9 @@ class CDAN(DomainHeadModel):
       randomized_dim: the randomized map's output size (1024).
       map_seed: the seed of the randomized map's matrices (saved with the model).
       map_gradient: whether the map's class probabilities `g` carry gradient, reversed
-        with the features' lambda (into the label head and the features). False: the
-        authors' (thuml/CDAN detaches `g`); True: ADAPT's CDAN, where `g` is differentiated
-        (it trained better on most problems measured: docs/methods.md).
+        with the features' lambda (into the label head and the features). True (default):
+        the paper's objective and ADAPT's CDAN; False: the authors' code (thuml/CDAN and
+        Transfer-Learning-Library detach `g`).
       lambda_max, gamma, lambda_schedule: as `DANN`'s.
 
     `compile` takes DANN's arguments (`domain_loss_reduction` by default
@@ -174,7 +175,7 @@ class CDAN(DomainHeadModel):
         randomized: Optional[bool] = None,
         randomized_dim: int = 1024,
         map_seed: int = 0,
-        map_gradient: bool = False,
+        map_gradient: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(feature_extractor, label_head, domain_head, **kwargs)
@@ -253,7 +254,9 @@ class CDAN(DomainHeadModel):
         y_all = self.label_head(features, training=True)
         log_p = class_log_probabilities(self.METHOD, y_all, self._label_from_logits, self._label_activation)
         probabilities = tf.exp(log_p)
-        # The map's conditioning has no gradient (unless map_gradient); the entropy weights' has, reversed.
+        # The map's conditioning has gradient unless map_gradient is False (the authors' code), reversed
+        # with the map's input by _domain_prediction; the entropy weights' always has, reversed in
+        # entropy_weights.
         conditioning = probabilities if self.map_gradient else tf.stop_gradient(probabilities)
         mapped = self.conditioning_map(self._features_2d(features), conditioning)
         domain_pred = self._domain_prediction(mapped, lambda_)
