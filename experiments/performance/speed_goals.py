@@ -1,0 +1,228 @@
+"""The CPU speed goals, measured side by side, in both libraries: one table
+per library with each goal's ratio and whether it was met.
+
+    python experiments/performance/speed_goals.py [--rounds 21] [--libraries release,stable]
+        [--sizes 64K,256K,1M,4M,16M,64M] [--json FILE]
+
+Each library runs in a worker process of its own (two libraries that
+register the same ops cannot share one), one after the other, each printing
+the machine's regime first (CPU, CPU path, streaming stores and why, huge
+pages). In a worker, every case times its implementations in interleaved
+rounds (`bench.measure.interleaved`, the order rotating each round), and a
+ratio is the median of the round-by-round ratios, with its quartiles:
+
+* graph mode, float32, at every size: `tf.function` forward + backward with
+  dy passed in (dx is a fresh allocation), a `tf.Variable` lambda;
+  pure-Python / native. Goal: at least 1.0. Where dx may stream (16 MiB and
+  up) the native op runs a second time in the same rounds with the other
+  streaming-store choice forced, so the table shows what the process's
+  choice is worth: the planted slow path. The choice is made, under `auto`,
+  by the process's first large out-of-place passes: here the largest size's
+  native case, run first.
+* eager 1K forward + backward: native / (`tf.identity` under the tape plus
+  one eager multiply of dx by the Variable: the cheapest reversal eager code
+  can write). Goal: at most 1.05.
+* graph mode, half and bfloat16, 1M and 16M elements: pure-Python / native.
+  Goal: at least 2.5 (the pure-Python backward computes in float32).
+* the bench's DANN-style training step (`bench.cases.case_dann_step`,
+  512 x 2048): native / no GRL. Goal: at most 1.01.
+
+These are measurements, not tests: on a shared machine a ratio moves by
+10-20 % from run to run; read the quartiles.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+DEFAULT_SIZES = "64K,256K,1M,4M,16M,64M"
+# dx this large may be written with streaming stores (cpu_paths.h's kStreamingStoresMinBytes).
+STREAMING_MIN_BYTES = 16 << 20
+HALF_SIZES = (1 << 20, 1 << 24)
+DANN_BATCH, DANN_WIDTH = 512, 2048
+GOALS = {"graph": (">=", 1.0), "eager 1K": ("<=", 1.05), "half": (">=", 2.5), "dann": ("<=", 1.01)}
+
+
+def _quartiles(ratios: list[float]) -> list[float]:
+    """Median, lower and upper quartile."""
+    low, _, high = statistics.quantiles(ratios, n=4)
+    return [statistics.median(ratios), low, high]
+
+
+def _ratios(numerator: list[float], denominator: list[float]) -> list[float]:
+    return _quartiles([n / d for n, d in zip(numerator, denominator)])
+
+
+def worker(rounds: int, sizes: list[int]) -> dict:
+    """Every case in this process's library; the figures as a dict."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf
+
+    import grad_reverse
+    from grad_reverse import options, reference
+    from grad_reverse.bench import cases, regime
+    from grad_reverse.bench.limit import beyond_cache
+    from grad_reverse.bench.measure import interleaved
+
+    lambda_ = cases.make_lambda("variable")
+    out: dict = {"library": grad_reverse.BUILD_INFO["library"]["kind"], "tensorflow": tf.__version__}
+
+    def inputs(size, dtype):
+        x = tf.cast(tf.random.normal([size], seed=1), dtype)
+        dy = tf.cast(tf.random.normal([size], seed=2), dtype)
+        return x, dy
+
+    def graph_calls(size, dtype):
+        x, dy = inputs(size, dtype)
+        native = cases.fwd_bwd_function(grad_reverse.grad_reverse, lambda_)
+        ref = cases.fwd_bwd_function(reference.grad_reverse, lambda_)
+        return x, dy, native, ref
+
+    # The streaming-store choice: under auto, the first large out-of-place passes decide it.
+    x, dy, native, _ = graph_calls(max(sizes), tf.float32)
+    for _ in range(40):
+        native(x, dy).numpy()
+    out["regime"] = regime.describe()
+    chosen = out["regime"]["streaming_stores"].split(" ")[0]
+    other = "off" if chosen == "on" else "on"
+
+    def with_stores(mode, fn, *args):
+        def call():
+            options.set_streaming_stores(mode)
+            return fn(*args)
+
+        return call
+
+    graph = {}
+    for size in sizes:
+        x, dy, native, ref = graph_calls(size, tf.float32)
+        calls = {"native": with_stores("auto", native, x, dy), "reference": with_stores("auto", ref, x, dy)}
+        if 4 * size >= STREAMING_MIN_BYTES:
+            calls[f"native, streaming stores {other}"] = with_stores(other, native, x, dy)
+        fits_cache = not beyond_cache(4 * size, 3)
+        per_round = max(1, min(50, (1 << 18) // size))
+        times = interleaved(calls, rounds, per_round, settle=3 if fits_cache else 0, rotate=len(calls))
+        row = {"reference/native": _ratios(times["reference"], times["native"])}
+        for name in calls:
+            if name.startswith("native, "):
+                row[f"reference/({name})"] = _ratios(times["reference"], times[name])
+        row["native ms"] = statistics.median(times["native"]) * 1e3
+        graph[size] = row
+    options.set_streaming_stores("auto")
+    out["graph"] = graph
+
+    x, dy = inputs(1024, tf.float32)
+
+    def eager_floor():
+        dx = cases.fwd_bwd(lambda t, _: tf.identity(t), x, dy, lambda_)
+        return tf.multiply(dx, lambda_)
+
+    times = interleaved(
+        {"native": lambda: cases.fwd_bwd(grad_reverse.grad_reverse, x, dy, lambda_), "floor": eager_floor},
+        rounds,
+        50,
+        settle=3,
+        rotate=2,
+    )
+    out["eager 1K"] = {
+        "native/floor": _ratios(times["native"], times["floor"]),
+        "native us": statistics.median(times["native"]) * 1e6,
+    }
+
+    half = {}
+    for dtype in (tf.float16, tf.bfloat16):
+        for size in HALF_SIZES:
+            x, dy, native, ref = graph_calls(size, dtype)
+            times = interleaved(
+                {"native": with_stores("auto", native, x, dy), "reference": with_stores("auto", ref, x, dy)},
+                rounds,
+                max(1, min(50, (1 << 18) // size)),
+                rotate=2,
+            )
+            half[f"{dtype.name} {size}"] = {"reference/native": _ratios(times["reference"], times["native"])}
+    out["half"] = half
+
+    dann = cases.case_dann_step(DANN_BATCH, DANN_WIDTH, rounds)
+    out["dann"] = {"native/no GRL": _ratios(dann.times["native"], dann.times["no GRL"])}
+    return out
+
+
+def _met(goal: str, value: float) -> str:
+    sense, bound = GOALS[goal]
+    ok = value >= bound if sense == ">=" else value <= bound
+    return f"{'met' if ok else 'NOT met'} ({sense} {bound})"
+
+
+def _cell(figures: list[float]) -> str:
+    median, low, high = figures
+    return f"{median:.2f} [{low:.2f}-{high:.2f}]"
+
+
+def report(result: dict) -> str:
+    from grad_reverse.bench import regime, table
+
+    lines = [
+        f"## {result['library']} library, TensorFlow {result['tensorflow']}",
+        regime.format_machine(result["regime"]),
+        "",
+        "| case | ratio, median [quartiles] | goal |",
+        "|---|---|---|",
+    ]
+    for size, row in result["graph"].items():
+        label = table.size_label(int(size))
+        for name, figures in row.items():
+            if name == "native ms":
+                continue
+            goal = _met("graph", figures[0]) if name == "reference/native" else "(planted slow path)"
+            lines.append(f"| graph float32 {label}: {name} | {_cell(figures)} | {goal} |")
+    eager = result["eager 1K"]["native/floor"]
+    lines.append(f"| eager 1K: native/(identity + multiply) | {_cell(eager)} | {_met('eager 1K', eager[0])} |")
+    for name, row in result["half"].items():
+        dtype, size = name.split()
+        figures = row["reference/native"]
+        lines.append(
+            f"| graph {dtype} {table.size_label(int(size))}: reference/native | {_cell(figures)} "
+            f"| {_met('half', figures[0])} |"
+        )
+    dann = result["dann"]["native/no GRL"]
+    lines.append(f"| DANN step {DANN_BATCH}x{DANN_WIDTH}: native/no GRL | {_cell(dann)} | {_met('dann', dann[0])} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    from grad_reverse.bench import table
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=21)
+    parser.add_argument("--libraries", default="release,stable", help="comma-separated: release, stable")
+    parser.add_argument("--sizes", default=DEFAULT_SIZES, help=table.SIZES_HELP)
+    parser.add_argument("--json", help="also write the figures here")
+    args = parser.parse_args()
+    sizes = table.parse_sizes(args.sizes)
+    results = []
+    for kind in args.libraries.split(","):
+        env = dict(os.environ, GRAD_REVERSE_LIBRARY=kind, TF_CPP_MIN_LOG_LEVEL="2")
+        command = [sys.executable, __file__, "--worker", str(args.rounds), ",".join(map(str, sizes))]
+        answer = subprocess.run(command, env=env, text=True, capture_output=True)
+        if answer.returncode != 0:
+            raise SystemExit(f"the {kind} worker failed:\n{answer.stderr[-4000:]}")
+        result = json.loads(answer.stdout.strip().splitlines()[-1])
+        if result["library"] != kind:
+            raise SystemExit(f"the {kind} worker loaded the {result['library']} library")
+        results.append(result)
+        print(report(result), f"\nload {os.getloadavg()[0]:.2f}; {args.rounds} rounds\n", flush=True)
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump(results, handle, indent=1)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--worker"]:
+        print(json.dumps(worker(int(sys.argv[2]), [int(s) for s in sys.argv[3].split(",")])))
+    else:
+        main()
