@@ -16,11 +16,13 @@ namespace grad_reverse {
 
 // Passes smaller than this stay on the calling thread; larger ones get one
 // thread per this many bytes, up to the threads at hand, in both op
-// libraries. Measured on a 2-core VM (float32, out of place): 1 MiB split in
+// libraries. Measured on 2-vCPU VMs (float32, out of place): 1 MiB split in
 // two ran at 0.53x the speed of one thread (waking a worker costs more than
-// half the pass), 4 MiB at 1.09x, 64 MiB at 0.95-1.06x (memory-bound either
-// way); docs/benchmark.md has the C++ library's figures.
-constexpr int64_t kMinShardBytes = int64_t{2} << 20;
+// half the pass); 4 MiB split in two shards of 2 MiB took 1.06-1.26x one
+// thread's time on an AMD EPYC, and no less on an Intel Xeon (0.95-1.19x), so
+// 4 MiB is the smallest shard; 64 MiB ran at 0.95-1.06x (memory-bound either way).
+// docs/benchmark.md has the figures.
+constexpr int64_t kMinShardBytes = int64_t{4} << 20;
 
 // How many threads a pass over `bytes` bytes is split over: one per
 // kMinShardBytes, at least 1, at most `threads`.
@@ -28,8 +30,9 @@ constexpr int64_t ShardCount(int64_t bytes, int64_t threads) {
   const int64_t by_size = bytes / kMinShardBytes;
   return by_size < 1 ? 1 : (by_size < threads ? by_size : (threads < 1 ? 1 : threads));
 }
-static_assert(ShardCount(kMinShardBytes - 1, 8) == 1, "a pass under 2 MiB stays on the caller");
-static_assert(ShardCount(int64_t{5} << 20, 8) == 2, "one shard per whole 2 MiB");
+static_assert(ShardCount(int64_t{8} << 20, 8) == 2, "8 MiB is split in two");
+static_assert(ShardCount((int64_t{8} << 20) - 1, 8) == 1, "a pass under 8 MiB stays on the caller");
+static_assert(ShardCount(int64_t{13} << 20, 8) == 3, "one shard per whole 4 MiB");
 static_assert(ShardCount(int64_t{64} << 20, 2) == 2, "at most one shard per thread");
 
 // Calls fn(first, last) on disjoint ranges covering [0, n), each but the last
