@@ -1,5 +1,5 @@
-"""Is the authors' detached map (`CDAN(map_gradient=False)`, the default) the right default
-away from ADAPT's two moons? CDAN and CDAN+E with the map's class probabilities `g` detached
+"""Is the authors' detached map (`CDAN(map_gradient=False)`, the default when this was run; the
+default is True since) the right default away from ADAPT's two moons? CDAN and CDAN+E with the map's class probabilities `g` detached
 (the authors' code) and differentiated (`map_gradient=True`, ADAPT's CDAN) on the demo's own
 problems, each trained exactly as `python -m grad_reverse demo --problem P` trains it: the
 numbers behind docs/methods.md's "Forty seeds, and the detached map on the other problems".

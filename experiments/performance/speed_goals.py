@@ -48,14 +48,17 @@ DANN_BATCH, DANN_WIDTH = 512, 2048
 GOALS = {"graph": (">=", 1.0), "eager 1K": ("<=", 1.05), "half": (">=", 2.5), "dann": ("<=", 1.01)}
 
 
-def _quartiles(ratios: list[float]) -> list[float]:
-    """Median, lower and upper quartile."""
+def ratio_quartiles(numerator: list[float], denominator: list[float]) -> list[float]:
+    """Median, lower and upper quartile of the round-by-round ratios numerator[i] / denominator[i]
+    (also two_threads.py's)."""
+    ratios = [n / d for n, d in zip(numerator, denominator)]
     low, _, high = statistics.quantiles(ratios, n=4)
     return [statistics.median(ratios), low, high]
 
 
-def _ratios(numerator: list[float], denominator: list[float]) -> list[float]:
-    return _quartiles([n / d for n, d in zip(numerator, denominator)])
+def per_round(size: int) -> int:
+    """Calls per sample, as the bench's tf.function case takes them."""
+    return max(1, min(50, (1 << 18) // size))
 
 
 def worker(rounds: int, sizes: list[int]) -> dict:
@@ -66,19 +69,13 @@ def worker(rounds: int, sizes: list[int]) -> dict:
     import grad_reverse
     from grad_reverse import options, reference
     from grad_reverse.bench import cases, regime
-    from grad_reverse.bench.limit import beyond_cache
     from grad_reverse.bench.measure import interleaved
 
     lambda_ = cases.make_lambda("variable")
     out: dict = {"library": grad_reverse.BUILD_INFO["library"]["kind"], "tensorflow": tf.__version__}
 
-    def inputs(size, dtype):
-        x = tf.cast(tf.random.normal([size], seed=1), dtype)
-        dy = tf.cast(tf.random.normal([size], seed=2), dtype)
-        return x, dy
-
     def graph_calls(size, dtype):
-        x, dy = inputs(size, dtype)
+        x, dy = cases._inputs(size, dtype)
         native = cases.fwd_bwd_function(grad_reverse.grad_reverse, lambda_)
         ref = cases.fwd_bwd_function(reference.grad_reverse, lambda_)
         return x, dy, native, ref
@@ -104,33 +101,32 @@ def worker(rounds: int, sizes: list[int]) -> dict:
         calls = {"native": with_stores("auto", native, x, dy), "reference": with_stores("auto", ref, x, dy)}
         if 4 * size >= STREAMING_MIN_BYTES:
             calls[f"native, streaming stores {other}"] = with_stores(other, native, x, dy)
-        fits_cache = not beyond_cache(4 * size, 3)
-        per_round = max(1, min(50, (1 << 18) // size))
-        times = interleaved(calls, rounds, per_round, settle=3 if fits_cache else 0, rotate=len(calls))
-        row = {"reference/native": _ratios(times["reference"], times["native"])}
+        settle = cases.SETTLING_CALLS if cases._fits_cache(size, tf.float32) else 0
+        times = interleaved(calls, rounds, per_round(size), settle=settle, rotate=len(calls))
+        row = {"reference/native": ratio_quartiles(times["reference"], times["native"])}
         for name in calls:
             if name.startswith("native, "):
-                row[f"reference/({name})"] = _ratios(times["reference"], times[name])
+                row[f"reference/({name})"] = ratio_quartiles(times["reference"], times[name])
         row["native ms"] = statistics.median(times["native"]) * 1e3
         graph[size] = row
     options.set_streaming_stores("auto")
     out["graph"] = graph
 
-    x, dy = inputs(1024, tf.float32)
+    x, dy = cases._inputs(1024, tf.float32)
 
     def eager_floor():
-        dx = cases.fwd_bwd(lambda t, _: tf.identity(t), x, dy, lambda_)
+        dx = cases.fwd_bwd(cases.LAYERS["identity"], x, dy, lambda_)
         return tf.multiply(dx, lambda_)
 
     times = interleaved(
         {"native": lambda: cases.fwd_bwd(grad_reverse.grad_reverse, x, dy, lambda_), "floor": eager_floor},
         rounds,
         50,
-        settle=3,
+        settle=cases.SETTLING_CALLS,
         rotate=2,
     )
     out["eager 1K"] = {
-        "native/floor": _ratios(times["native"], times["floor"]),
+        "native/floor": ratio_quartiles(times["native"], times["floor"]),
         "native us": statistics.median(times["native"]) * 1e6,
     }
 
@@ -141,14 +137,14 @@ def worker(rounds: int, sizes: list[int]) -> dict:
             times = interleaved(
                 {"native": with_stores("auto", native, x, dy), "reference": with_stores("auto", ref, x, dy)},
                 rounds,
-                max(1, min(50, (1 << 18) // size)),
+                per_round(size),
                 rotate=2,
             )
-            half[f"{dtype.name} {size}"] = {"reference/native": _ratios(times["reference"], times["native"])}
+            half[f"{dtype.name} {size}"] = {"reference/native": ratio_quartiles(times["reference"], times["native"])}
     out["half"] = half
 
     dann = cases.case_dann_step(DANN_BATCH, DANN_WIDTH, rounds)
-    out["dann"] = {"native/no GRL": _ratios(dann.times["native"], dann.times["no GRL"])}
+    out["dann"] = {"native/no GRL": ratio_quartiles(dann.times["native"], dann.times["no GRL"])}
     return out
 
 

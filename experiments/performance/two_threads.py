@@ -40,7 +40,7 @@ def worker(threads: int, sizes: list[int]) -> None:
 
     lambda_ = cases.make_lambda("variable")
     fn = cases.fwd_bwd_function(grad_reverse.grad_reverse, lambda_)
-    inputs = {size: (tf.random.normal([size], seed=1), tf.random.normal([size], seed=2)) for size in sizes}
+    inputs = {size: cases._inputs(size, tf.float32) for size in sizes}
 
     def run(size: int) -> float:
         x, dy = inputs[size]
@@ -62,6 +62,7 @@ def worker(threads: int, sizes: list[int]) -> None:
 
 def main() -> None:
     from grad_reverse.bench import regime, table
+    from speed_goals import ratio_quartiles
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=31)
@@ -94,12 +95,11 @@ def main() -> None:
     print("|---|---:|---:|---|")
     for size in sizes:
         one, two = samples[1, size], samples[2, size]
-        ratios = [b / a for a, b in zip(one, two)]
-        low, _, high = statistics.quantiles(ratios, n=4)
+        median, low, high = ratio_quartiles(two, one)
         print(
             f"| {table.size_label(size)} ({4 * size / 2**20:g} MiB) "
             f"| {statistics.median(one) * 1e6:.0f} | {statistics.median(two) * 1e6:.0f} "
-            f"| {statistics.median(ratios):.2f} [{low:.2f}-{high:.2f}] |"
+            f"| {median:.2f} [{low:.2f}-{high:.2f}] |"
         )
 
 
