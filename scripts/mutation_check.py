@@ -5,9 +5,11 @@ For each mutant in scripts/mutation_lib/mutants.py: copy the package (built
 libraries included) and the source tree's cc/, apply the mutant's edit to
 the copy (the package's, or cc/'s for a source mutant, whose tests build a
 C++ program from it), run the mutant's selected tests against it, and
-require them to fail. First the union of all selected tests runs against
-the unmutated copies and must pass, so a failure under a mutant is the
-mutant's doing.
+require them to fail. Last, every test that failed under a mutant runs
+against the unmutated copies and must pass, so a kill is the mutant's doing.
+Only those tests: a selected test that passed under its mutant proves
+nothing either way (the mutant is a survivor), and rerunning every selected
+test cost a quarter of the check.
 
 Verdicts: killed (one of its selected tests failed), SURVIVED (they passed:
 a promise no test guards), INCONCLUSIVE (a timeout, or pytest errors instead
@@ -38,8 +40,8 @@ from mutation_lib import runner  # noqa: E402
 from mutation_lib.mutants import MUTANTS, SOURCE, Mutant  # noqa: E402
 
 TIMEOUT_S = 300  # per pytest run; a mutant whose tests hang past it is INCONCLUSIVE, not killed
-# The unmutated baseline runs every mutant's tests in one pytest: several
-# times one mutant's share, and a loaded 2-core machine stretched it past 300 s.
+# The unmutated rerun runs every killing test in one pytest: several times one
+# mutant's share, and a loaded 2-core machine stretched such a run past 300 s.
 BASELINE_TIMEOUT_S = 1500
 
 
@@ -50,13 +52,14 @@ def print_list(mutants: list[Mutant]) -> None:
         print(f"      {mutant.file}; must fail: {', '.join(t.split('::')[-1] for t in mutant.tests)}")
 
 
-def verdict(mutant: Mutant, package: Path, copies: runner.Copies, build: dict) -> tuple[str, bool]:
-    """(verdict line, whether it is a failure of the check)."""
+def verdict(mutant: Mutant, package: Path, copies: runner.Copies, build: dict) -> tuple[str, bool, list[str]]:
+    """(verdict line, whether it is a failure of the check, the selected tests
+    that failed when it is killed: the evidence, rerun unmutated at the end)."""
     if mutant.needs and not build.get(mutant.needs):
-        return f"skipped (the build record has no {mutant.needs!r}: the edit would change nothing)", False
+        return f"skipped (the build record has no {mutant.needs!r}: the edit would change nothing)", False, []
     drift = runner.apply(mutant, copies.root_of(mutant))
     if drift:
-        return f"DRIFTED: {drift}", True
+        return f"DRIFTED: {drift}", True, []
     try:
         # A source mutant's tests build and run C++: no TensorFlow import (conftest.py).
         run = runner.run_tests(mutant.tests, copies, TIMEOUT_S, conftest=mutant.tree != SOURCE)
@@ -67,10 +70,10 @@ def verdict(mutant: Mutant, package: Path, copies: runner.Copies, build: dict) -
     # error, or a failure elsewhere proves nothing either way.
     caught = [name for name in run.failed if runner.is_selected(name, mutant.tests)]
     if run.timed_out:
-        return f"INCONCLUSIVE: its tests did not finish in {TIMEOUT_S} s", True
+        return f"INCONCLUSIVE: its tests did not finish in {TIMEOUT_S} s", True, []
     skipped = runner.only_skipped(run) if mutant.tree == SOURCE else None
     if skipped:
-        return f"skipped (its tests were skipped: {skipped})", False
+        return f"skipped (its tests were skipped: {skipped})", False, []
     if run.returncode == 0:
         killed, how = False, f"its tests passed ({run.seconds:.0f} s)"
     elif run.returncode == 1 and caught:
@@ -78,14 +81,48 @@ def verdict(mutant: Mutant, package: Path, copies: runner.Copies, build: dict) -
         killed, how = True, f"failed: {names} ({run.seconds:.0f} s)"
     else:
         return (
-            f"INCONCLUSIVE: pytest exit {run.returncode} without a selected test failing "
-            f"(errors, not failures):\n{run.output[-2000:]}"
-        ), True
+            (
+                f"INCONCLUSIVE: pytest exit {run.returncode} without a selected test failing "
+                f"(errors, not failures):\n{run.output[-2000:]}"
+            ),
+            True,
+            [],
+        )
     if mutant.pending:
         if killed:
-            return f"PENDING MARK STALE: now killed ({how}); drop `pending`", True
-        return f"pending, survived as known ({how}): {mutant.pending}", False
-    return (f"killed, {how}", False) if killed else (f"SURVIVED: {how}", True)
+            return f"PENDING MARK STALE: now killed ({how}); drop `pending`", True, []
+        return f"pending, survived as known ({how}): {mutant.pending}", False, []
+    return (f"killed, {how}", False, caught) if killed else (f"SURVIVED: {how}", True, [])
+
+
+def check_evidence(evidence: dict[str, list[str]], copies: runner.Copies) -> list[str] | None:
+    """Reruns every test that killed a mutant against the unmutated copies.
+    Returns the mutants whose every killing test fails unmutated too (their
+    kills prove nothing), or None when the rerun itself broke (a timeout, errors)."""
+    tests = tuple(dict.fromkeys(test for caught in evidence.values() for test in caught))
+    run = runner.run_tests(tests, copies, BASELINE_TIMEOUT_S, stop_at_first=False)
+    if run.timed_out:
+        print(
+            f"mutation check: the {len(tests)} killing tests did not finish in {BASELINE_TIMEOUT_S} s "
+            "without any mutant (a loaded machine, or a test that hangs)",
+            file=sys.stderr,
+        )
+        return None
+    if run.returncode not in (0, 1) or (run.returncode == 1 and not run.failed):
+        print(run.output[-4000:])
+        print(
+            f"mutation check: the killing tests broke without any mutant (pytest exit {run.returncode})",
+            file=sys.stderr,
+        )
+        return None
+    failing = set(run.failed)
+    unproven = [name for name, caught in evidence.items() if failing.issuperset(caught)]
+    if failing:
+        print(run.output[-4000:])
+    for name in unproven:
+        print(f"UNPROVEN: {name}: its killing tests fail without the mutant too: {', '.join(evidence[name])}")
+    print(f"\nunmutated: {len(tests) - len(failing)} of the {len(tests)} killing tests pass ({run.seconds:.0f} s)")
+    return unproven
 
 
 def main(argv: list[str]) -> int:
@@ -116,26 +153,20 @@ def main(argv: list[str]) -> int:
     print(f"\npackage: {package} (TensorFlow {build.get('tensorflow_version')}, xla={build.get('xla')})")
     with tempfile.TemporaryDirectory(prefix="mutation-check-") as scratch:
         copies = runner.Copies(runner.copy_package(package, Path(scratch)), runner.copy_sources(Path(scratch)))
-        tests = tuple(dict.fromkeys(t for m in mutants for t in m.tests))
-        baseline = runner.run_tests(tests, copies, BASELINE_TIMEOUT_S, stop_at_first=False)
-        if baseline.timed_out:
-            print(
-                f"mutation check: the {len(tests)} selected tests did not finish in {BASELINE_TIMEOUT_S} s "
-                "without any mutant (a loaded machine, or a test that hangs)",
-                file=sys.stderr,
-            )
-            return 2
-        if baseline.returncode != 0:
-            print(baseline.output[-4000:])
-            print(f"mutation check: the selected tests fail without any mutant: {baseline.failed}", file=sys.stderr)
-            return 2
-        print(f"baseline: the {len(tests)} selected tests pass unmutated ({baseline.seconds:.0f} s)\n")
         failures = []
+        evidence: dict[str, list[str]] = {}  # a mutant's name -> the tests that failed under it
         for number, mutant in enumerate(mutants, 1):
-            line, failed = verdict(mutant, package, copies, build)
+            line, failed, caught = verdict(mutant, package, copies, build)
             print(f"{number:2}. {mutant.name}: {line}", flush=True)
             if failed:
                 failures.append(mutant.name)
+            if caught:
+                evidence[mutant.name] = caught
+        if evidence:
+            unproven = check_evidence(evidence, copies)
+            if unproven is None:
+                return 2
+            failures.extend(unproven)
     seconds = time.monotonic() - start
     if failures:
         print(f"\nmutation check FAILED ({seconds:.0f} s): {', '.join(failures)}")

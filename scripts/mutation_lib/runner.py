@@ -138,7 +138,8 @@ def run_tests(
         return TestRun(-1, [], time.monotonic() - start, "", timed_out=True)
     # FAILED only: an ERROR (a fixture or collection broke) is not a test
     # that caught the mutant.
-    failed = re.findall(r"^FAILED (\S+)", done.stdout, flags=re.MULTILINE)
+    # A node id may hold spaces (parameter ids); pytest separates the message by " - ".
+    failed = re.findall(r"^FAILED (.+?)(?: - .*)?$", done.stdout, flags=re.MULTILINE)
     return TestRun(done.returncode, failed, time.monotonic() - start, done.stdout + done.stderr)
 
 
