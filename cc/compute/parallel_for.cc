@@ -76,33 +76,28 @@ void SetMaxThreads(int threads) {
   max_threads.store(std::max(1, threads), std::memory_order_relaxed);
 }
 
-void ParallelFor(int64_t n, int64_t align, int64_t min_shard,
+void ParallelFor(int64_t n, int64_t block, int64_t min_shard,
                  const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   const int64_t by_size = std::max<int64_t>(1, n / std::max<int64_t>(1, min_shard));
-  const int shards = static_cast<int>(std::min<int64_t>(MaxThreads(), by_size));
-  if (shards <= 1) {
+  const int threads = static_cast<int>(std::min<int64_t>(MaxThreads(), by_size));
+  if (threads <= 1) {
     fn(0, n);
     return;
   }
-  // Equal shards rounded up to `align` elements (cache lines stay whole).
-  int64_t shard = (n + shards - 1) / shards;
-  shard = (shard + align - 1) / align * align;
+  // The caller and threads - 1 workers take blocks from one counter; the
+  // caller returns once every worker is done (a late one finds none left).
+  std::atomic<int64_t> next{0};
   std::mutex mutex;
   std::condition_variable done;
-  int pending = 0;
-  std::vector<std::function<void()>> tasks;
-  for (int64_t first = shard; first < n; first += shard) {
-    const int64_t last = std::min(n, first + shard);
-    ++pending;
-    tasks.emplace_back([&, first, last] {
-      fn(first, last);
-      std::lock_guard<std::mutex> lock(mutex);
-      if (--pending == 0) done.notify_one();
-    });
-  }
+  int pending = threads - 1;
+  std::vector<std::function<void()>> tasks(threads - 1, [&] {
+    TakeBlocks(next, n, block, fn);
+    std::lock_guard<std::mutex> lock(mutex);
+    if (--pending == 0) done.notify_one();
+  });
   ThePool().Run(tasks);
-  fn(0, std::min(n, shard));
+  TakeBlocks(next, n, block, fn);
   std::unique_lock<std::mutex> lock(mutex);
   done.wait(lock, [&] { return pending == 0; });
 }

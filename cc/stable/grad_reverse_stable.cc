@@ -213,9 +213,10 @@ void GradReverseGradCpuCompute(void*, TF_OpKernelContext* ctx) {
     const grad_reverse::NegScaleFn kernel =
         grad_reverse::NegScaleCpuFunction(dtype, stores.streaming());
     const float scale = -lambda;
-    // Passes under kMinShardBytes stay on the caller (parallel_for.h); shards
-    // start on 64-byte boundaries of the buffer.
-    grad_reverse::ParallelFor(n, 64 / size, grad_reverse::kMinShardBytes / size,
+    // Passes under 2 * kMinShardBytes stay on the caller (parallel_for.h);
+    // larger ones are taken in blocks of kBlockBytes by the threads.
+    grad_reverse::ParallelFor(n, grad_reverse::kBlockBytes / size,
+                              grad_reverse::kMinShardBytes / size,
                               [=](int64_t first, int64_t last) {
                                 kernel(in + first * size, out + first * size, last - first, scale);
                               });

@@ -183,7 +183,7 @@ void Switch() {
 }
 
 void Pool() {
-  const int64_t n = 300007;  // several 64-element-aligned shards per call
+  const int64_t n = 300007;  // many blocks per call, the last one short
   std::vector<std::vector<unsigned char>> inputs, wants;
   for (int t = 0; t < kThreads; ++t) {
     inputs.push_back(Input(kDTypes[t % 4], n, 200 + t));
@@ -203,7 +203,8 @@ void Pool() {
         start.arrive_and_wait();
         for (int call = 0; call < 20; ++call) {
           std::fill(out.begin(), out.end(), 0);
-          grad_reverse::ParallelFor(n, 64 / size, 4096, [&](int64_t first, int64_t last) {
+          // Blocks of 2,048 elements: 147 per call, over as many threads as the cap.
+          grad_reverse::ParallelFor(n, 2048, 4096, [&](int64_t first, int64_t last) {
             grad_reverse::NegScaleCpu(inputs[t].data() + first * size, out.data() + first * size,
                                       last - first, 0.25f, dtype);
           });

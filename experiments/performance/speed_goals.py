@@ -2,7 +2,7 @@
 per library with each goal's ratio and whether it was met.
 
     python experiments/performance/speed_goals.py [--rounds 21] [--libraries release,stable]
-        [--sizes 64K,256K,1M,4M,16M,64M] [--json FILE]
+        [--sizes 64K,256K,1M,2M,4M,16M,64M] [--json FILE]
 
 Each library runs in a worker process of its own (two libraries that
 register the same ops cannot share one), one after the other, each printing
@@ -40,7 +40,8 @@ import statistics
 import subprocess
 import sys
 
-DEFAULT_SIZES = "64K,256K,1M,4M,16M,64M"
+# 2M: the smallest pass split over two threads (cc/compute/parallel_for.h).
+DEFAULT_SIZES = "64K,256K,1M,2M,4M,16M,64M"
 # dx this large may be written with streaming stores (cpu_paths.h's kStreamingStoresMinBytes).
 STREAMING_MIN_BYTES = 16 << 20
 HALF_SIZES = (1 << 20, 1 << 24)

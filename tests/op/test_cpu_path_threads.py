@@ -133,7 +133,7 @@ def test_switching_the_op_library_path_while_tensorflow_runs_the_kernel():
 
     library = op_library()
     paths = [p.encode() for p in _kernels.cpu_paths()] + [b"auto"]
-    x = np.linspace(-50, 50, 1 << 20, dtype=np.float32)
+    x = np.linspace(-50, 50, 1 << 21, dtype=np.float32)  # 8 MiB: split over two threads
     x[:2] = [np.nan, -np.inf]
     want = x * np.float32(-0.75)
     running, switches = threading.Event(), [0]
