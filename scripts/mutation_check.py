@@ -21,7 +21,7 @@ known survivor, listed with what will kill it). Exit 0 only when no mutant
 survived, drifted or was inconclusive, and no pending one was killed (then
 its pending mark is stale).
 
-Usage: python scripts/mutation_check.py [--list] [--only NAME ...] [--package-dir DIR]
+Usage: python scripts/mutation_check.py [--list] [--only NAME ...] [--package-dir DIR] [--jobs N]
 The package is found without importing it: an installed grad_reverse, or a
 source tree's python/ on PYTHONPATH with the library built in place.
 """
@@ -29,9 +29,11 @@ source tree's python/ on PYTHONPATH with the library built in place.
 from __future__ import annotations
 
 import argparse
+import queue
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -130,6 +132,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--list", action="store_true", help="print the mutants and exit")
     parser.add_argument("--only", nargs="+", metavar="NAME", help="run only these mutants")
     parser.add_argument("--package-dir", help="the grad_reverse package to mutate (default: the importable one)")
+    parser.add_argument(
+        "--jobs", type=int, default=1, help="mutants tested at once, each on copies of its own (default 1)"
+    )
     args = parser.parse_args(argv)
 
     mutants = list(MUTANTS)
@@ -152,18 +157,32 @@ def main(argv: list[str]) -> int:
     build = runner.build_record(package)
     print(f"\npackage: {package} (TensorFlow {build.get('tensorflow_version')}, xla={build.get('xla')})")
     with tempfile.TemporaryDirectory(prefix="mutation-check-") as scratch:
-        copies = runner.Copies(runner.copy_package(package, Path(scratch)), runner.copy_sources(Path(scratch)))
+        # One set of copies per job: a mutant edits its copy until its tests are done.
+        idle: queue.Queue[runner.Copies] = queue.Queue()
+        for job in range(max(1, args.jobs)):
+            root = Path(scratch) / f"job-{job}"
+            root.mkdir()
+            idle.put(runner.Copies(runner.copy_package(package, root), runner.copy_sources(root)))
+
+        def judge(mutant: Mutant) -> tuple[str, bool, list[str]]:
+            copies = idle.get()
+            try:
+                return verdict(mutant, package, copies, build)
+            finally:
+                idle.put(copies)
+
         failures = []
         evidence: dict[str, list[str]] = {}  # a mutant's name -> the tests that failed under it
-        for number, mutant in enumerate(mutants, 1):
-            line, failed, caught = verdict(mutant, package, copies, build)
-            print(f"{number:2}. {mutant.name}: {line}", flush=True)
-            if failed:
-                failures.append(mutant.name)
-            if caught:
-                evidence[mutant.name] = caught
+        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            # map() yields in the mutants' order: the report reads the same for any --jobs.
+            for number, (mutant, (line, failed, caught)) in enumerate(zip(mutants, pool.map(judge, mutants)), 1):
+                print(f"{number:2}. {mutant.name}: {line}", flush=True)
+                if failed:
+                    failures.append(mutant.name)
+                if caught:
+                    evidence[mutant.name] = caught
         if evidence:
-            unproven = check_evidence(evidence, copies)
+            unproven = check_evidence(evidence, idle.get())
             if unproven is None:
                 return 2
             failures.extend(unproven)

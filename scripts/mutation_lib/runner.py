@@ -129,6 +129,9 @@ def run_tests(
         "ignore",
         *(["-x"] if stop_at_first else []),
         *([] if conftest else ["--noconftest"]),
+        # Each set of copies has its own pytest temporary folder: with --jobs,
+        # pytest sessions run side by side.
+        f"--basetemp={copies.package.parent / 'pytest-tmp'}",
         *tests,
     ]
     start = time.monotonic()
