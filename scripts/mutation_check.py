@@ -44,7 +44,7 @@ from mutation_lib.mutants import MUTANTS, SOURCE, Mutant  # noqa: E402
 TIMEOUT_S = 300  # per pytest run; a mutant whose tests hang past it is INCONCLUSIVE, not killed
 # The unmutated rerun runs every killing test in one pytest: several times one
 # mutant's share, and a loaded 2-core machine stretched such a run past 300 s.
-BASELINE_TIMEOUT_S = 1500
+RERUN_TIMEOUT_S = 1500
 
 
 def print_list(mutants: list[Mutant]) -> None:
@@ -102,10 +102,10 @@ def check_evidence(evidence: dict[str, list[str]], copies: runner.Copies) -> lis
     Returns the mutants whose every killing test fails unmutated too (their
     kills prove nothing), or None when the rerun itself broke (a timeout, errors)."""
     tests = tuple(dict.fromkeys(test for caught in evidence.values() for test in caught))
-    run = runner.run_tests(tests, copies, BASELINE_TIMEOUT_S, stop_at_first=False)
+    run = runner.run_tests(tests, copies, RERUN_TIMEOUT_S, stop_at_first=False)
     if run.timed_out:
         print(
-            f"mutation check: the {len(tests)} killing tests did not finish in {BASELINE_TIMEOUT_S} s "
+            f"mutation check: the {len(tests)} killing tests did not finish in {RERUN_TIMEOUT_S} s "
             "without any mutant (a loaded machine, or a test that hangs)",
             file=sys.stderr,
         )
