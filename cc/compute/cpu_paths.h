@@ -75,10 +75,33 @@ constexpr int64_t kStreamingStoresMinBytes = int64_t{16} << 20;
 // out of place (a pass in place, or a smaller one, always uses plain stores).
 // GRAD_REVERSE_STREAMING_STORES (read once, at the first use): `auto` or
 // unset measures, `on` and `off` force; ForceStreamingStores overrides it at
-// run time. `auto` times the first 2 * kStreamingCalibrationPairs eligible
-// passes of the process, plain and streaming stores alternately, and keeps
-// StreamingStoresWin's verdict for the rest of the process.
+// run time. `auto` measures each size class (StreamingSizeClass) on its own:
+// it times the first 2 * kStreamingCalibrationPairs eligible passes of the
+// class, plain and streaming stores alternately, and keeps
+// StreamingStoresWin's verdict for that class for the rest of the process.
+// One machine can want both: on a 2-vCPU Intel Xeon, between other ops'
+// allocations, 16 MiB passes ran at 0.52-0.78 of plain stores' speed with
+// streaming ones and 256 MiB passes at 1.15 (docs/benchmark.md).
 constexpr int kStreamingCalibrationPairs = 15;
+// Size classes of outputs: class k holds outputs of kStreamingStoresMinBytes
+// << k bytes up to twice that; the last class holds every larger one too.
+constexpr int kStreamingSizeClasses = 6;  // 16, 32, 64, 128, 256, and 512 MiB or more
+// The class of an output of `bytes` bytes; -1 below kStreamingStoresMinBytes.
+constexpr int StreamingSizeClass(int64_t bytes) {
+  int size_class = bytes < kStreamingStoresMinBytes ? -1 : 0;
+  while (size_class >= 0 && size_class + 1 < kStreamingSizeClasses &&
+         bytes >= (kStreamingStoresMinBytes << (size_class + 1))) {
+    ++size_class;
+  }
+  return size_class;
+}
+static_assert(StreamingSizeClass(kStreamingStoresMinBytes - 1) == -1, "too small to stream");
+static_assert(StreamingSizeClass(kStreamingStoresMinBytes) == 0, "16 MiB is the first class");
+static_assert(StreamingSizeClass(2 * kStreamingStoresMinBytes - 1) == 0,
+              "a class spans a doubling");
+static_assert(StreamingSizeClass(2 * kStreamingStoresMinBytes) == 1, "32 MiB starts the next");
+static_assert(StreamingSizeClass(int64_t{1} << 40) == kStreamingSizeClasses - 1,
+              "the last is open");
 
 // Streaming stores must be faster than plain ones by more than this fraction
 // (the fastest plain pass over the fastest streaming pass above 1 + margin):
@@ -99,10 +122,14 @@ bool StreamingStoresWin(const double* plain, const double* streaming, int pairs)
 // changing nothing, for another name.
 bool ForceStreamingStores(const std::string& mode);
 
-// Which stores a large out-of-place pass uses now and why, e.g. "off (auto,
-// measured: ...)" or "on (forced: GRAD_REVERSE_STREAMING_STORES=on)"; for an
-// invalid variable, "error: " and what CpuPathError says.
+// Which stores a large out-of-place pass uses now and why, e.g. "auto,
+// measured per output size: 16-32 MiB off (...); 256-512 MiB on (...); other
+// sizes not decided yet" or "on (forced: GRAD_REVERSE_STREAMING_STORES=on)";
+// for an invalid variable, "error: " and what CpuPathError says.
 std::string StreamingStoresState();
+// The choice for an out-of-place pass writing `bytes` bytes: 1 streaming
+// stores, 0 plain ones, -1 not decided yet (`auto` still measuring that size).
+int StreamingStoresChoiceAt(int64_t bytes);
 
 // Whether a pass that writes `bytes` bytes from `in` to `out` would use
 // streaming stores now (no calibration sample is taken: while `auto` is still

@@ -237,10 +237,18 @@ struct Calibration {
 
 std::atomic<int64_t> streaming_store_passes{0};
 
-// Never destroyed, like the thread pool (a pass may run during exit()).
-Calibration& TheCalibration() {
-  static Calibration* calibration = new Calibration();
-  return *calibration;
+// One per size class (StreamingSizeClass). Never destroyed, like the thread
+// pool (a pass may run during exit()).
+Calibration& TheCalibration(int size_class) {
+  static Calibration* calibrations = new Calibration[kStreamingSizeClasses];
+  return calibrations[size_class];
+}
+
+// "16-32 MiB", ..., "512 MiB or more".
+std::string SizeClassLabel(int size_class) {
+  const int64_t low = (kStreamingStoresMinBytes << size_class) >> 20;
+  if (size_class + 1 == kStreamingSizeClasses) return std::to_string(low) + " MiB or more";
+  return std::to_string(low) + "-" + std::to_string(2 * low) + " MiB";
 }
 
 }  // namespace
@@ -321,15 +329,41 @@ std::string StreamingStoresState() {
   }
   if (forced == 0 && !StoresEnvironment().error.empty())
     return "error: " + StoresEnvironment().error;
-  Calibration& calibration = TheCalibration();
-  std::lock_guard<std::mutex> lock(calibration.mutex);
-  if (!calibration.decided) {
-    return "not decided yet (auto: the first " + std::to_string(2 * kStreamingCalibrationPairs) +
-           " out-of-place passes of " + std::to_string(kStreamingStoresMinBytes >> 20) +
-           " MiB or more time plain and streaming stores in turn)";
+  std::string decided;
+  bool undecided = false;
+  for (int k = 0; k < kStreamingSizeClasses; ++k) {
+    Calibration& calibration = TheCalibration(k);
+    std::lock_guard<std::mutex> lock(calibration.mutex);
+    if (!calibration.decided) {
+      undecided = true;
+      continue;
+    }
+    decided += std::string(decided.empty() ? "" : "; ") + SizeClassLabel(k) + " " +
+               (calibration.streaming ? "on" : "off") + " (" + calibration.summary + ")";
   }
-  return std::string(calibration.streaming ? "on" : "off") +
-         " (auto, measured: " + calibration.summary + ")";
+  if (decided.empty()) {
+    return "not decided yet (auto: for each output size, in doublings from " +
+           std::to_string(kStreamingStoresMinBytes >> 20) + " MiB, the first " +
+           std::to_string(2 * kStreamingCalibrationPairs) +
+           " out-of-place passes time plain and streaming stores in turn)";
+  }
+  return "auto, measured per output size: " + decided +
+         (undecided ? "; other sizes not decided yet" : "");
+}
+
+int StreamingStoresChoiceAt(int64_t bytes) {
+  if (bytes < kStreamingStoresMinBytes) return 0;
+  switch (ActiveStoresMode()) {
+    case StoresMode::kOn:
+      return 1;
+    case StoresMode::kOff:
+      return 0;
+    case StoresMode::kAuto:
+      break;
+  }
+  Calibration& calibration = TheCalibration(StreamingSizeClass(bytes));
+  std::lock_guard<std::mutex> lock(calibration.mutex);
+  return calibration.decided ? (calibration.streaming ? 1 : 0) : -1;
 }
 
 bool UseStreamingStores(const void* in, const void* out, int64_t bytes) {
@@ -342,7 +376,7 @@ bool UseStreamingStores(const void* in, const void* out, int64_t bytes) {
     case StoresMode::kAuto:
       break;
   }
-  Calibration& calibration = TheCalibration();
+  Calibration& calibration = TheCalibration(StreamingSizeClass(bytes));
   std::lock_guard<std::mutex> lock(calibration.mutex);
   return calibration.decided && calibration.streaming;
 }
@@ -361,7 +395,7 @@ StorePass::StorePass(const void* in, const void* out, int64_t bytes) : bytes_(by
     case StoresMode::kAuto:
       break;
   }
-  Calibration& calibration = TheCalibration();
+  Calibration& calibration = TheCalibration(StreamingSizeClass(bytes));
   {
     std::lock_guard<std::mutex> lock(calibration.mutex);
     if (calibration.decided || calibration.next_sample >= kCalibrationSamples) {
@@ -381,7 +415,7 @@ StorePass::~StorePass() {
   if (sample_ < 0) return;
   const double seconds_per_byte =
       static_cast<double>(NowNs() - start_ns_) * 1e-9 / static_cast<double>(bytes_);
-  Calibration& calibration = TheCalibration();
+  Calibration& calibration = TheCalibration(StreamingSizeClass(bytes_));
   std::lock_guard<std::mutex> lock(calibration.mutex);
   (streaming_ ? calibration.streaming_times : calibration.plain_times)[sample_ / 2] =
       seconds_per_byte;

@@ -34,6 +34,12 @@ GRAD_REVERSE_EXPORT int GradReverseSetStreamingStores(const char* mode) {
   return mode != nullptr && grad_reverse::ForceStreamingStores(mode) ? 0 : -1;
 }
 
+// The choice for an out-of-place pass of `bytes` bytes: 1 streaming, 0 plain,
+// -1 not decided yet (StreamingStoresChoiceAt).
+GRAD_REVERSE_EXPORT int GradReverseStreamingStoresAt(int64_t bytes) {
+  return grad_reverse::StreamingStoresChoiceAt(bytes);
+}
+
 // For tests: how many passes have written with streaming stores so far.
 GRAD_REVERSE_EXPORT int64_t GradReverseStreamingStorePasses() {
   return grad_reverse::StreamingStorePasses();

@@ -17,8 +17,8 @@ ratio is the median of the round-by-round ratios, with its quartiles:
   up) the native op runs a second time in the same rounds with the other
   streaming-store choice forced, so the table shows what the process's
   choice is worth: the planted slow path. The choice is made, under `auto`,
-  by the process's first large out-of-place passes: here the largest size's
-  native case, run first.
+  by the process's first out-of-place passes of each size class: here 40
+  calls of each such case's native op, largest first, before any timing.
 * eager 1K forward + backward: native / (`tf.identity` under the tape plus
   one eager multiply of dx by the Variable: the cheapest reversal eager code
   can write). Goal: at most 1.05.
@@ -85,7 +85,7 @@ def worker(rounds: int, sizes: list[int]) -> dict:
     import tensorflow as tf
 
     import grad_reverse
-    from grad_reverse import options, reference
+    from grad_reverse import _library_calls, options, reference
     from grad_reverse.bench import cases, regime
     from grad_reverse.bench.measure import interleaved
 
@@ -98,13 +98,18 @@ def worker(rounds: int, sizes: list[int]) -> dict:
         ref = cases.fwd_bwd_function(reference.grad_reverse, lambda_)
         return x, dy, native, ref
 
-    # The streaming-store choice: under auto, the first large out-of-place passes decide it.
-    x, dy, native, _ = graph_calls(max(sizes), tf.float32)
-    for _ in range(40):
-        native(x, dy).numpy()
+    def settle_stores(size, dtype):
+        """Lets `auto` decide for dx's size class, if dx may stream at all."""
+        if size * dtype.size >= STREAMING_MIN_BYTES:
+            x, dy, native, _ = graph_calls(size, dtype)
+            for _ in range(40):
+                native(x, dy).numpy()
+
+    for size in sorted(sizes, reverse=True):
+        settle_stores(size, tf.float32)
+    for size in HALF_SIZES:
+        settle_stores(size, tf.float16)
     out["regime"] = regime.describe()
-    chosen = out["regime"]["streaming_stores"].split(" ")[0]
-    other = "off" if chosen == "on" else "on"
 
     # The library's choice is switched only where a call needs another one than
     # the last call's: a switch is a ctypes call (about 20 us here) that would
@@ -129,6 +134,7 @@ def worker(rounds: int, sizes: list[int]) -> dict:
         x, dy, native, ref = graph_calls(size, tf.float32)
         calls = {"native": with_stores("auto", native, x, dy), "reference": with_stores("auto", ref, x, dy)}
         if 4 * size >= STREAMING_MIN_BYTES:
+            other = "off" if _library_calls.streaming_stores_at(4 * size) else "on"
             calls[f"native, streaming stores {other}"] = with_stores(other, native, x, dy)
         settle = cases.SETTLING_CALLS if cases._fits_cache(size, tf.float32) else 0
         times = interleaved(calls, rounds, per_round(size), settle=settle, rotate=len(calls))

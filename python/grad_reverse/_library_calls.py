@@ -89,6 +89,7 @@ def _stores_calls(library: Optional[Path] = None) -> Optional[ctypes.CDLL]:
     handle.GradReverseStreamingStores.restype = ctypes.c_char_p
     handle.GradReverseSetStreamingStores.argtypes = [ctypes.c_char_p]
     handle.GradReverseStreamingStorePasses.restype = ctypes.c_int64
+    handle.GradReverseStreamingStoresAt.argtypes = [ctypes.c_int64]
     handle.GradReverseStreamingStoresWin.argtypes = [
         ctypes.POINTER(ctypes.c_double),
         ctypes.POINTER(ctypes.c_double),
@@ -99,11 +100,21 @@ def _stores_calls(library: Optional[Path] = None) -> Optional[ctypes.CDLL]:
 
 def streaming_stores(library: Optional[Path] = None) -> str:
     """Whether the library's large out-of-place passes use streaming stores,
-    and why (see cc/compute/cpu_paths.h)."""
+    and why, under `auto` per output size (see cc/compute/cpu_paths.h)."""
     handle = _stores_calls(library)
     if handle is None:
         return "unknown (this library cannot say)"
     return handle.GradReverseStreamingStores().decode()
+
+
+def streaming_stores_at(output_bytes: int, library: Optional[Path] = None) -> Optional[bool]:
+    """Whether an out-of-place pass writing `output_bytes` bytes uses streaming
+    stores now; None while `auto` is still measuring outputs of that size."""
+    handle = _stores_calls(library)
+    if handle is None:
+        return False
+    choice = handle.GradReverseStreamingStoresAt(ctypes.c_int64(int(output_bytes)))
+    return None if choice < 0 else choice == 1
 
 
 def set_streaming_stores(mode: str, library: Optional[Path] = None) -> None:

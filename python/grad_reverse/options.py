@@ -22,8 +22,10 @@ tests and benchmarks).
 * streaming stores (`GRAD_REVERSE_STREAMING_STORES`: `auto`, `on`, `off`):
   whether the loaded library's CPU backward writes a large dx (16 MiB or
   more, out of place) with non-temporal stores. They win on some machines
-  and lose on others (where a fresh dx is faulted in), so `auto` times the
-  process's first such passes both ways and keeps the faster;
+  and lose on others (where a fresh dx is faulted in), and on one machine
+  they can win at one size and lose at another, so `auto` times the
+  process's first such passes of each size (in doublings from 16 MiB) both
+  ways and keeps the faster for that size;
   `set_streaming_stores` forces a choice from the next kernel run on, and
   `streaming_stores()` says which is in use and why.
 * XLA fallback (no variable; `auto` or `always`): inside a function XLA

@@ -1,10 +1,12 @@
 """Streaming stores for a large out-of-place backward: forced on or off
 (GRAD_REVERSE_STREAMING_STORES, options.set_streaming_stores) the kernels
-honour the choice; under `auto` the process's first such passes are timed
-both ways and a pure function of those times decides (cc/compute/cpu_paths.h).
-Which wins on a machine is measured by the bench, not asserted here."""
+honour the choice; under `auto` the process's first such passes of each
+output size class are timed both ways and a pure function of those times
+decides for that class (cc/compute/cpu_paths.h). Which wins on a machine is
+measured by the bench, not asserted here."""
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -79,12 +81,15 @@ def _passes(size: int, in_place: bool) -> int:
 def test_a_choice_forced_at_run_time_is_what_the_kernel_uses(restore_stores):
     options.set_streaming_stores("on")
     assert options.streaming_stores() == "on (forced at run time)"
+    assert _library_calls.streaming_stores_at(4 * LARGE) is True
+    assert _library_calls.streaming_stores_at(4 * LARGE - 1) is False  # under 16 MiB
     assert _passes(LARGE, in_place=False) == 1
     assert _passes(LARGE, in_place=True) == 0  # in place never streams
     assert _passes(LARGE // 4, in_place=False) == 0  # 4 MiB: too small to stream
     options.set_streaming_stores("off")
     assert options.streaming_stores() == "off (forced at run time)"
     assert _passes(LARGE, in_place=False) == 0
+    assert _library_calls.streaming_stores_at(4 * LARGE) is False
     assert info.collect()["streaming_stores"] == "off (forced at run time)"
 
 
@@ -102,37 +107,61 @@ RUN = """
     from grad_reverse.bench import cases
     print(options.streaming_stores())
     fn = cases.fwd_bwd_function(grad_reverse.grad_reverse, 0.5)
-    x, dy = tf.ones([{size}]), tf.ones([{size}])
-    for _ in range({calls}):
-        fn(x, dy)
+    for size in {sizes}:
+        x, dy = tf.ones([size]), tf.ones([size])
+        for _ in range({calls}):
+            fn(x, dy)
     print(options.streaming_stores())
     print(_library_calls.streaming_store_passes())
+    print(" ".join(str(_library_calls.streaming_stores_at(4 * size)) for size in {sizes}))
 """
 
 
-def run_passes(value: str, calls: int) -> list[str]:
+def run_passes(value: str, calls: int, sizes: tuple[int, ...] = (LARGE,)) -> list[str]:
+    """`calls` float32 backward passes of each size in turn, in a fresh
+    process: the streaming-store state before and after, the streaming
+    passes counted, and the choice at each size."""
     env = {**os.environ, options.STREAMING_STORES_VARIABLE: value, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    code = textwrap.dedent(RUN.format(size=LARGE, calls=calls))
+    code = textwrap.dedent(RUN.format(sizes=list(sizes), calls=calls))
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
-    return result.stdout.splitlines()[-3:]
+    return result.stdout.splitlines()[-4:]
 
 
 @pytest.mark.parametrize("value, passes", [("on", 4), ("off", 0)])
 def test_the_environment_variable_forces_the_choice(value, passes):
     # fwd_bwd_function's first call traces and runs once; each call is one pass.
-    before, after, count = run_passes(value, 4)
+    before, after, count, _ = run_passes(value, 4)
     assert before == after == f"{value} (forced: GRAD_REVERSE_STREAMING_STORES={value})"
     assert int(count) == passes
 
 
+MEASURED = r"(on|off) \(fastest plain / fastest streaming pass \d+\.\d\d over 15 pairs, streaming needs > 1\.03; "
+
+
 def test_auto_measures_the_first_passes_then_keeps_its_verdict():
-    before, after, count = run_passes("auto", 2 * PAIRS + 3)
-    assert before.startswith(f"not decided yet (auto: the first {2 * PAIRS} out-of-place passes of 16 MiB")
-    verdict = after.split(" ")[0]
-    assert verdict in ("on", "off") and "(auto, measured: fastest plain / fastest streaming pass " in after
+    before, after, count, choice = run_passes("auto", 2 * PAIRS + 3)
+    assert before == (
+        f"not decided yet (auto: for each output size, in doublings from 16 MiB, the first {2 * PAIRS} "
+        "out-of-place passes time plain and streaming stores in turn)"
+    )
+    found = re.fullmatch(f"auto, measured per output size: 16-32 MiB {MEASURED}.*; other sizes not decided yet", after)
+    assert found, after
+    verdict = found.group(1)
     # Half the samples streamed; after the verdict, the 3 passes follow it.
     assert int(count) == PAIRS + (3 if verdict == "on" else 0)
+    assert choice == str(verdict == "on")
+
+
+def test_auto_measures_each_size_class_on_its_own():
+    # 16 MiB, then 64 MiB outputs: the second size takes its own samples
+    # rather than the first size's verdict.
+    _, after, count, choices = run_passes("auto", 2 * PAIRS + 3, sizes=(LARGE, 4 * LARGE))
+    found = re.fullmatch(f"auto, measured per output size: 16-32 MiB {MEASURED}.*; 64-128 MiB {MEASURED}.*", after)
+    assert found, after
+    verdicts = found.group(1), found.group(2)
+    assert int(count) == sum(PAIRS + (3 if verdict == "on" else 0) for verdict in verdicts)
+    assert choices.split() == [str(verdict == "on") for verdict in verdicts]
 
 
 def test_a_dann_fit_step_writes_the_gradient_into_dy_and_a_step_keeping_dy_does_not(restore_stores):
