@@ -367,18 +367,7 @@ int StreamingStoresChoiceAt(int64_t bytes) {
 }
 
 bool UseStreamingStores(const void* in, const void* out, int64_t bytes) {
-  if (in == out || bytes < kStreamingStoresMinBytes) return false;
-  switch (ActiveStoresMode()) {
-    case StoresMode::kOn:
-      return true;
-    case StoresMode::kOff:
-      return false;
-    case StoresMode::kAuto:
-      break;
-  }
-  Calibration& calibration = TheCalibration(StreamingSizeClass(bytes));
-  std::lock_guard<std::mutex> lock(calibration.mutex);
-  return calibration.decided && calibration.streaming;
+  return in != out && StreamingStoresChoiceAt(bytes) == 1;
 }
 
 int64_t StreamingStorePasses() { return streaming_store_passes.load(std::memory_order_relaxed); }
