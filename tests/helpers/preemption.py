@@ -23,6 +23,7 @@ import argparse
 import glob
 import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -47,6 +48,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--part-optimizers", action="store_true", help="the feature extractor at 0.5x the rate")
     parser.add_argument("--lr-schedule", action="store_true", help="DANNLearningRateSchedule")
     parser.add_argument("--mirrored", action="store_true", help="MirroredStrategy over two logical CPUs")
+    parser.add_argument(
+        "--readme-scale",
+        action="store_true",
+        help="the README's DANN in ten lines: 150 moons a class, 15 hidden units, batch 300, Adam(use_ema), "
+        "DANN's lambda_max 6 (use with --steps 50)",
+    )
     return parser.parse_args(argv)
 
 
@@ -60,12 +67,15 @@ def main(argv: list[str]) -> int:
     from grad_reverse._keras import keras
 
     strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]) if args.mirrored else None
+    keras.utils.set_random_seed(0)  # as a script does first; the pipeline's shuffles depend on it too
     backup = Path(args.backup)
     resuming = backup.exists() and any(backup.iterdir())
     initial_epoch = 0
     with strategy.scope() if strategy else _nothing():
         if resuming and args.resume_by == "weights":
             model = build(args, keras)
+            model(data(args).x_source[:1])  # weights load into a built model
+            model.build_optimizers()  # and the optimizer's state into built optimizers
             checkpoint, initial_epoch = latest(backup, "*.weights.h5")
             model.load_weights(checkpoint)
         elif resuming and args.resume_by == "saved":
@@ -96,10 +106,10 @@ class _nothing:
         return False
 
 
-def data():
+def data(args: argparse.Namespace):
     from grad_reverse.demo.data import make_domains
 
-    return make_domains(seed=0, n_per_class=40)
+    return make_domains(seed=0, n_per_class=150 if args.readme_scale else 40)
 
 
 def build(args: argparse.Namespace, keras):
@@ -112,9 +122,10 @@ def build(args: argparse.Namespace, keras):
         return keras.Sequential([keras.Input((inputs,)), keras.layers.Dense(units, activation=activation)])
 
     rate = 0.01
+    hidden = 15 if args.readme_scale else 8
     if args.lr_schedule:
         rate = grad_reverse.adaptation.DANNLearningRateSchedule(0.01, decay_steps=args.epochs * args.steps)
-    optimizer = keras.optimizers.Adam(rate, use_ema=args.ema)
+    optimizer = keras.optimizers.Adam(rate, use_ema=args.ema or args.readme_scale)
     compile_kwargs = {"steps_per_execution": args.steps_per_execution}
     if args.part_optimizers:
         compile_kwargs["part_optimizers"] = {"feature_extractor": 0.5}
@@ -123,19 +134,20 @@ def build(args: argparse.Namespace, keras):
         model.compile(optimizer, ["binary_crossentropy"] * 2, steps_per_execution=args.steps_per_execution)
         return model
     if args.method == "dann":
-        model = grad_reverse.DANN(dense(2, 8), dense(8, 1), dense(8, 1), lambda_max=2.0)
+        lambda_max = 6.0 if args.readme_scale else 2.0
+        model = grad_reverse.DANN(dense(2, hidden), dense(hidden, 1), dense(hidden, 1), lambda_max=lambda_max)
     elif args.method.startswith("cdan"):
         model = grad_reverse.CDAN(
-            dense(2, 8),
-            dense(8, 2, "softmax"),
-            dense(16 if args.method != "cdan-random" else 32, 1),
+            dense(2, hidden),
+            dense(hidden, 2, "softmax"),
+            dense(2 * hidden if args.method != "cdan-random" else 32, 1),
             entropy_conditioning=args.method == "cdan-e",
             randomized=args.method == "cdan-random",
             randomized_dim=32,
         )
     else:
         warm = {"lambda_schedule": "warm_start", "warm_start_steps": 20} if args.method == "mdd-warm" else {}
-        model = grad_reverse.MDD(dense(2, 8), dense(8, 2, "softmax"), **warm)
+        model = grad_reverse.MDD(dense(2, hidden), dense(hidden, 2, "softmax"), **warm)
     loss = "binary_crossentropy" if args.method == "dann" else "sparse_categorical_crossentropy"
     model.compile(optimizer, loss, **compile_kwargs)
     return model
@@ -156,7 +168,7 @@ def plain_keras_model(keras, dense):
 
 
 def fit(args: argparse.Namespace, model, callbacks: list, initial_epoch: int) -> None:
-    moons = data()
+    moons = data(args)
     common = dict(epochs=args.epochs, steps_per_epoch=args.steps, initial_epoch=initial_epoch, verbose=0)
     if args.method == "keras":
         import grad_reverse
@@ -168,7 +180,13 @@ def fit(args: argparse.Namespace, model, callbacks: list, initial_epoch: int) ->
         model.fit(x, (y_label, y_domain), batch_size=16, shuffle=True, callbacks=[schedule, *callbacks], **common)
         return
     model.fit(
-        moons.x_source, moons.y_source, target=moons.x_target, batch_size=16, seed=0, callbacks=callbacks, **common
+        moons.x_source,
+        moons.y_source,
+        target=moons.x_target,
+        batch_size=300 if args.readme_scale else 16,
+        seed=0,
+        callbacks=callbacks,
+        **common,
     )
 
 
@@ -231,6 +249,59 @@ def killer(where: str, keras):
                 os._exit(KILLED_EXIT_CODE)
 
     return _Kill()
+
+
+# --- for the tests: running the process and reading its result -------------------------------
+
+RUN_TIMEOUT_S = 240  # one process; a healthy one takes a few seconds
+
+
+def run(args: list[str], *, expect_killed: bool = False) -> str:
+    """Runs `python -m helpers.preemption args`; returns its stderr (warnings)."""
+    from helpers.distribute import script_environment
+
+    env = script_environment(CUDA_VISIBLE_DEVICES="-1", TF_CPP_MIN_LOG_LEVEL="2")
+    done = subprocess.run(
+        [sys.executable, "-m", "helpers.preemption", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+    )
+    expected = KILLED_EXIT_CODE if expect_killed else 0
+    assert done.returncode == expected, (
+        f"helpers.preemption {args} exited with {done.returncode}, expected {expected}\n"
+        f"stderr tail:\n{done.stderr[-4000:]}"
+    )
+    return done.stderr
+
+
+def result(path) -> dict:
+    """`{"weights": [...], "iterations": int, "lambdas": {(epoch, batch): lambda}}` of a result file."""
+    with np.load(path) as saved:
+        weights = [saved[f"w{i}"] for i in range(sum(1 for k in saved.files if k.startswith("w")))]
+        rows = saved["lambdas"]
+        return {
+            "weights": weights,
+            "iterations": int(saved["iterations"]),
+            "lambdas": {(int(e), int(b)): float(v) for e, b, v in rows},
+        }
+
+
+def kill_and_resume(folder: Path, args: list[str], kill: str, saving: tuple = ()) -> tuple[dict, str]:
+    """Trains with `args` until `kill`, then resumes in a second process: the resumed result
+    and the resuming process's stderr. `saving`: how the run saves (`--resume-by`, `--save-freq`),
+    which changes nothing of the training, so one uninterrupted run serves every way."""
+    args = [*args, *saving]
+    backup = str(folder / "backup")
+    run([*args, "--backup", backup, "--out", str(folder / "killed.npz"), "--kill", kill], expect_killed=True)
+    stderr = run([*args, "--backup", backup, "--out", str(folder / "resumed.npz")])
+    return result(folder / "resumed.npz"), stderr
+
+
+def uninterrupted(folder: Path, args: list[str]) -> dict:
+    run([*args, "--backup", str(folder / "backup"), "--out", str(folder / "full.npz")])
+    return result(folder / "full.npz")
 
 
 if __name__ == "__main__":
