@@ -38,12 +38,9 @@ def run_with_cpu_path_variable(value: str, code: str) -> subprocess.CompletedPro
 
 
 def op_library() -> ctypes.CDLL:
-    """The loaded op library (dlopen of a loaded path returns it), for its C
+    """The loaded op library's ctypes handle (its C functions typed), for the
     functions that report and force the CPU path (cc/compute/cpu_paths.h).
     Imports the package, so TensorFlow: call it only from a test that has."""
-    from grad_reverse import _library_choice
+    from grad_reverse import ops
 
-    library = ctypes.CDLL(str(_library_choice.library_path()))
-    library.GradReverseCpuPath.restype = ctypes.c_char_p
-    library.GradReverseSetCpuPath.argtypes = [ctypes.c_char_p]
-    return library
+    return ops.LIBRARY.cdll

@@ -33,7 +33,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 import tensorflow as tf
 
 from grad_reverse._native import gpu_facts, settings
-from grad_reverse._native.settings import AUTO, BACKWARD_VARIABLE, NATIVE, STOCK
+from grad_reverse._native.settings import BACKWARD_VARIABLE, NATIVE, STOCK
 from grad_reverse._native.user_warning import warn_at_user
 
 Capability = tuple[int, int]
@@ -220,9 +220,7 @@ def _architecture_problem(
 
 
 def _cuda_versions(build_info: Mapping[str, Any], driver: Optional[int]) -> str:
-    return (
-        f"driver CUDA {gpu_facts.format_cuda_version(driver)}, library CUDA {build_info.get('cuda_toolkit_version')}"
-    )
+    return f"driver CUDA {gpu_facts.format_cuda_version(driver)}, library CUDA {build_info.get('cuda_toolkit_version')}"
 
 
 def choose_backward(
