@@ -1,7 +1,7 @@
 """The package's private runtime: the native op library and the choices around it.
 
 Bottom to top (imports point down only, inside functions too;
-tests/packaging/test_import_layers.py checks the package has no cycle):
+tests/op/test_import_layers.py checks the package has no cycle):
 
 * `settings`: environment variable names, modes, parsers and in-process
   overrides; imports nothing of the package.
