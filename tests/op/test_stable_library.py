@@ -23,12 +23,12 @@ import tensorflow as tf
 
 import grad_reverse
 from grad_reverse._native import choice as library_choice
-from grad_reverse._tools import library_path
 from grad_reverse._native import loader, settings
+from grad_reverse._tools import library_path
+
+import elf_symbols  # build_tools/ is on the path (pyproject's pytest `pythonpath`)
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "build_tools"))
-import elf_symbols  # noqa: E402
 
 PACKAGE = Path(grad_reverse.__file__).resolve().parent
 STABLE = PACKAGE / "_libs" / library_choice.STABLE_DIR_NAME / library_choice.LIBRARY_NAME

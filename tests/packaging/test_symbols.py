@@ -13,7 +13,6 @@
 
 import os
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,8 +21,8 @@ import grad_reverse
 from grad_reverse._native import choice as library_choice
 from grad_reverse._tools import library_path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "build_tools"))
-import elf_symbols  # noqa: E402
+# build_tools/ is on the path (pyproject's pytest `pythonpath`).
+import elf_symbols
 
 pytestmark = pytest.mark.skipif(
     not (shutil.which("nm") and shutil.which("objdump")), reason="binutils (nm, objdump) not on PATH"

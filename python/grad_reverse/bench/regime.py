@@ -130,7 +130,7 @@ def case_in_place(size: int, dtype: tf.DType, rounds: int, lambda_kind: str = "v
     output for every column alike)."""
     from grad_reverse.bench import cases
 
-    x, dy = cases._inputs(size, dtype)
+    x, dy = cases.inputs(size, dtype)
     lambda_ = cases.make_lambda(lambda_kind)
     calls = {}
     for name, layer in cases.LAYERS.items():
