@@ -41,7 +41,7 @@ BACKWARD: backward_choice.Backward = use_backward()
 
 SUPPORTED_DTYPES = (tf.float16, tf.bfloat16, tf.float32, tf.float64)
 _SUPPORTED_NAMES = ", ".join(d.name for d in SUPPORTED_DTYPES)
-_SUPPORTED_SET = frozenset(SUPPORTED_DTYPES)  # a hashed lookup: half the cost of a tuple scan
+_SUPPORTED_SET = frozenset(SUPPORTED_DTYPES)  # a hashed lookup, cheaper than a tuple scan per call
 
 LambdaLike = Union[float, int, tf.Tensor, tf.Variable]
 # What an error about lambda_ says is accepted.
@@ -82,8 +82,7 @@ def lambda_input(lambda_: LambdaLike) -> Union[tf.Tensor, tf.Variable]:
     wrapper reads it in C at every call (a ReadVariableOp, recorded on the
     tape like any read), so a variable assigned between steps takes effect.
     Reading it here through `tf.convert_to_tensor` instead would add a read
-    of its own to every eager call, most of an eager call's cost on a small
-    tensor (docs/benchmark.md). A `keras.Variable` stands for its `.value` (the
+    of its own to every eager call (docs/benchmark.md has its cost). A `keras.Variable` stands for its `.value` (the
     tf.Variable it holds, or that value autocast), which is what converting it
     reads. Everything else goes through `lambda_tensor`.
     """

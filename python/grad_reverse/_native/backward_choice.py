@@ -258,7 +258,7 @@ def stock_reverse(dy: tf.Tensor, lambda_: tf.Tensor) -> tf.Tensor:
     native op: a second-order gradient flows through `dy` only.
     """
     # tf.raw_ops: the generated wrappers' fast path, without the dispatch
-    # layers of tf.math (about half the cost per eager call: docs/benchmark.md).
+    # layers of tf.math, which cost an eager call more (docs/benchmark.md).
     scale = tf.raw_ops.Neg(x=tf.raw_ops.StopGradient(input=lambda_))
     dtype = dy.dtype
     if dtype == tf.float32:
