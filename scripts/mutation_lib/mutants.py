@@ -263,6 +263,13 @@ OP_AND_SERVING_MUTANTS: tuple[Mutant, ...] = (
             "test_a_cpp_library_needing_a_missing_cpp_symbol_falls_back_to_the_stable_library_in_auto[auto]",
         ),
     ),
+    Mutant(
+        name="library-handle-made-again",
+        promise="the op library is loaded once, into the one handle every caller gets",
+        file="_native/loader.py",
+        edits=(("    if _loaded is None:\n        _loaded = load_library()", "    _loaded = load_library()"),),
+        tests=(T + "op/test_loader.py::test_library_is_loaded_once_and_its_record_matches",),
+    ),
 )
 
 MUTANTS: tuple[Mutant, ...] = OP_AND_SERVING_MUTANTS + ADAPTATION_MUTANTS + GRADIENT_MUTANTS
