@@ -357,4 +357,24 @@ ADAPTATION_MUTANTS: tuple[Mutant, ...] = (
         ),
         tests=(T + "adaptation/test_mdd.py::test_the_feature_extractor_learns_the_transfer_term_through_the_reversal",),
     ),
+    Mutant(
+        name="ramp-restarts-on-resume",
+        promise="a fit resumed by BackupAndRestore continues the lambda ramp at the epoch Keras restores",
+        file="adaptation/resume.py",
+        edits=(("        model._schedule.step.assign(start)\n", ""),),
+        tests=(
+            T + "adaptation/test_preemption.py::"
+            "test_fit_killed_at_an_epoch_start_and_resumed_by_backup_and_restore_ends_bitwise_equal[dann-ema-lr-schedule]",
+        ),
+    ),
+    Mutant(
+        name="batches-restart-on-resume",
+        promise="a fit resumed by BackupAndRestore draws the batches the uninterrupted fit would draw",
+        file="adaptation/resume.py",
+        edits=(("            self.position.assign(start)\n", "            pass\n"),),
+        tests=(
+            T + "adaptation/test_preemption.py::"
+            "test_fit_killed_at_an_epoch_start_and_resumed_by_backup_and_restore_ends_bitwise_equal[dann-ema-lr-schedule]",
+        ),
+    ),
 )

@@ -27,6 +27,7 @@ from grad_reverse._keras import KERAS_3, keras
 from grad_reverse.adaptation import keras_compat
 from grad_reverse.adaptation.data import fit_batches, finite
 from grad_reverse.adaptation.parts import build_on_one_point
+from grad_reverse.adaptation.resume import StartFollowsKeras, from_position
 from grad_reverse.adaptation.optimizers import build_every_optimizer, make_part_optimizers, optimizer_groups
 from grad_reverse.ops import grad_reverse
 from grad_reverse.schedule import ScheduleState, check_schedule, scheduled_lambda
@@ -360,8 +361,13 @@ class AdversarialModel(keras.Model):
           Other keyword arguments (`callbacks`, `verbose`, `validation_data`
           with labeled points of either domain, ...) go to Keras' `fit`.
 
-        Lambda ramps over this fit's `epochs * steps_per_epoch` steps;
-        `initial_epoch` resumes the ramp where that epoch starts.
+        Lambda ramps over this fit's `epochs * steps_per_epoch` steps. The
+        fit starts where Keras starts it: at `initial_epoch`, or at the epoch
+        a `keras.callbacks.BackupAndRestore` restores; the ramp and the
+        batches (arrays or datasets of points with `target=`, or an endless
+        dataset of batches) then continue from that epoch's start, so a
+        resumed fit ends with the uninterrupted fit's weights when it was
+        saved at an epoch's end (docs/dann.md, "Long runs and preemption").
         """
         method = self.METHOD
         dataset, steps, feature_spec = fit_batches(
@@ -373,8 +379,21 @@ class AdversarialModel(keras.Model):
         if self._part_optimizers():
             self.build_optimizers()
         self.set_schedule_steps(int(epochs) * steps, int(initial_epoch) * steps)
+        # Keras may start at another epoch than initial_epoch (BackupAndRestore): the
+        # ramp and the batches are placed at the epoch it starts, see `resume`.
+        position = None
+        if int(dataset.cardinality()) == tf.data.INFINITE_CARDINALITY:
+            position = tf.Variable(0, dtype=tf.int64, trainable=False, name="batch_position")
+            dataset = from_position(dataset, position)
+        callbacks = [*(kwargs.pop("callbacks", None) or []), StartFollowsKeras(steps, position, position is not None)]
         return super().fit(
-            dataset, epochs=epochs, steps_per_epoch=steps, initial_epoch=initial_epoch, shuffle=False, **kwargs
+            dataset,
+            epochs=epochs,
+            steps_per_epoch=steps,
+            initial_epoch=initial_epoch,
+            shuffle=False,
+            callbacks=callbacks,
+            **kwargs,
         )
 
     # --- saving ----------------------------------------------------------------------
