@@ -45,7 +45,7 @@
 #   GRAD_REVERSE_WHEEL_PYTHONS     Pythons to build the kernel module for, those
 #                                  found (PATH, pyenv; default: 3.10 ... 3.14).
 #                                  One this system lacks can come from Debian's
-#                                  packages: build_tools/debian_python.sh
+#                                  packages: scripts/debian_python.sh
 #                                  writes an interpreter to put on PATH
 #   GRAD_REVERSE_CUDA              AUTO (default: when nvcc is found), ON or OFF
 #   PYTHON                         the interpreter that runs the build (python3)
@@ -123,7 +123,7 @@ else
     interpreter=$("$python" build_tools/find_python.py --with-headers "$version" || true)
     if [ -z "$interpreter" ]; then
       echo "  Python $version: not found (or without its headers): the wheel has no kernel module for it" \
-      "(build_tools/debian_python.sh makes one from Debian's packages)"
+      "(scripts/debian_python.sh makes one from Debian's packages)"
       continue
     fi
     extra_pythons+=("$interpreter")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Finds an interpreter for a Python version such as "3.12": on PATH, then
 among pyenv's versions (whose shims on PATH answer for the selected versions
-only). Used by build_pip_pkg.sh, build_tools/debian_python.sh and
+only). Used by build_pip_pkg.sh, scripts/debian_python.sh and
 scripts/tensorflow_matrix.py.
 
   python3 build_tools/find_python.py 3.12    # prints its path, or exits 1

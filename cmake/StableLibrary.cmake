@@ -55,7 +55,7 @@ function(grad_reverse_add_stable_library python)
     set(built_for "portable wheel")
     set(headers_note "built against TensorFlow ${TF_VERSION}, the oldest release of the wheel, so it loads into every release from ${oldest} on")
   endif()
-  # The loader reads it as it reads a per-release library's (_loader.py).
+  # The loader reads it as it reads a per-release library's (_native/loader.py).
   set(build_info "{
   \"abi\": \"stable\",
   \"tensorflow_version\": \"${TF_VERSION}\",

@@ -43,7 +43,7 @@ root=$(build_tools/emulated_root.sh "$PWD/build-wheel/aarch64/root")
 # compiler on PATH.
 [ -d "$work/pip/pip" ] || "$python" -m pip install -q --target "$work/pip" "pip>=23"
 [ -d "$work/pytest/pytest" ] || "$python" -m pip install -q --target "$work/pytest" "pytest>=7"
-no_compiler=$("$python" build_tools/no_compiler_path.py "$work/no-compiler")
+no_compiler=$("$python" scripts/no_compiler_path.py "$work/no-compiler")
 build_tools/aarch64_python.sh "$root" "$work/bin/python-pip" "$work/pip"
 rm -rf "$work/wheel"
 began=$SECONDS

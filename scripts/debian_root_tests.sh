@@ -6,7 +6,7 @@
 #
 # ROOT: a Debian root with PYTHON (an interpreter name inside it, such as
 # python3 or python3.14) and its venv module: scripts/old_system_check.sh
-# makes a bullseye one, build_tools/debian_python.sh a forky one.
+# makes a bullseye one, scripts/debian_python.sh a forky one.
 # REQUIREMENT: the TensorFlow to install (a pip requirement such as
 # "tensorflow-cpu==2.15.*"). TEST: test files or folders (default: tests).
 # A virtual environment in the root (/opt/venv-PYTHON, kept and reused) gets

@@ -11,7 +11,7 @@
 #   scripts/gpu_check.sh --cpu-only      # anywhere: the CPU-side parts, module built without CUDA
 #
 # Options: --cpu-only, --build-dir DIR; anything else goes to the check
-# (see `python3 scripts/gpu_check_lib --help`). Environment: PYTHON (default
+# (see `PYTHONPATH=scripts python3 -m gpu_check_lib --help`). Environment: PYTHON (default
 # python3), CUDA_ARCHITECTURES (default 90), GRAD_REVERSE_CUDA (default ON,
 # OFF with --cpu-only; ON with --cpu-only compiles the CUDA kernel without
 # needing a GPU).
@@ -76,8 +76,8 @@ run() {
     || { echo "gpu_check.sh: build failed" >&2; return 2; }
   echo "== gpu_check.sh: kernel module built in $((SECONDS - t)) s"
 
-  GPU_CHECK_T0=$started PYTHONUNBUFFERED=1 \
-    "$python_exe" "$repo/scripts/gpu_check_lib" --build-dir "$build_dir" "${py_args[@]}"
+  GPU_CHECK_T0=$started PYTHONUNBUFFERED=1 PYTHONPATH="$repo/scripts${PYTHONPATH:+:$PYTHONPATH}" \
+    "$python_exe" -m gpu_check_lib --build-dir "$build_dir" "${py_args[@]}"
 }
 
 if [[ -n ${OUT:-} ]]; then

@@ -36,10 +36,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from mutation_lib import runner  # noqa: E402
-from mutation_lib.mutants import MUTANTS, SOURCE, Mutant  # noqa: E402
+# mutation_lib/ sits beside this script, whose folder Python puts on sys.path.
+from mutation_lib import runner
+from mutation_lib.mutants import MUTANTS, SOURCE, Mutant
 
 TIMEOUT_S = 300  # per pytest run; a mutant whose tests hang past it is INCONCLUSIVE, not killed
 # The unmutated rerun runs every killing test in one pytest: several times one

@@ -30,7 +30,7 @@ python=${PYTHON:-python3}
 "$work/venv/bin/pip" install -q --pre tf-nightly
 nightly=$("$work/venv/bin/python" -c "import importlib.metadata as m; print(m.version('tf-nightly'))")
 echo "nightly_canary.sh: tf-nightly $nightly"
-bare_path=$("$python" build_tools/no_compiler_path.py "$work/bin" "$work/venv/bin")
+bare_path=$("$python" scripts/no_compiler_path.py "$work/bin" "$work/venv/bin")
 PATH=$bare_path "$work/venv/bin/pip" install -q "$wheel[test]"
 status=0
 for library in auto stable; do

@@ -20,7 +20,7 @@ With --wheel, each row installs that one wheel (`pip install "WHEEL[test]"`,
 no build: the portable wheel of build_pip_pkg.sh holds a library for every
 supported release) instead of building the source tree, and both the install
 and the tests run with a PATH that holds no C++ compiler, CMake or nvcc
-(build_tools/no_compiler_path.py), as on a user's machine without them.
+(scripts/no_compiler_path.py), as on a user's machine without them.
 
 A row is RELEASE[@PYTHON]; without @PYTHON it uses --python (default 3.11).
 RELEASE `nightly` installs the tf-nightly that build_tools/tf_nightly.txt pins
@@ -52,11 +52,23 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Optional, Sequence
 
+# Beside this file (the script's folder is on sys.path when it runs, and
+# pyproject's pytest `pythonpath` names it for the tests).
+from matrix_rows import Row, markdown, read_junit
+from no_compiler_path import no_compiler_path
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "build_tools"))
-from find_python import find_python  # noqa: E402
-from matrix_rows import Row, markdown, read_junit  # noqa: E402
-from no_compiler_path import no_compiler_path  # noqa: E402
+
+
+def find_python(version: str) -> Optional[str]:
+    """An interpreter for `version` ("3.12"), as the portable wheel's build finds
+    one (build_tools/find_python.py), or None."""
+    found = subprocess.run(
+        [sys.executable, str(ROOT / "build_tools" / "find_python.py"), version], capture_output=True, text=True
+    )
+    path = found.stdout.strip()
+    return path if found.returncode == 0 and path else None
+
 
 RELEASES = ("2.15", "2.16", "2.17", "2.18", "2.19", "2.20", "2.21")
 EXTRA_PYTHON_ROWS = ("2.21@3.10", "2.21@3.12", "2.21@3.13")

@@ -12,7 +12,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
 import pytest
 
-from grad_reverse._backend import TENSORFLOW, keras_backend
+from grad_reverse._keras import TENSORFLOW, keras_backend
 from helpers.skips import pytest_terminal_summary  # noqa: F401 (a hook)
 
 # tests/backends/ also runs where Keras runs on JAX or PyTorch, without

@@ -79,9 +79,8 @@ constexpr int64_t kStreamingStoresMinBytes = int64_t{16} << 20;
 // it times the first 2 * kStreamingCalibrationPairs eligible passes of the
 // class, plain and streaming stores alternately, and keeps
 // StreamingStoresWin's verdict for that class for the rest of the process.
-// One machine can want both: on a 2-vCPU Intel Xeon, between other ops'
-// allocations, 16 MiB passes ran at 0.52-0.78 of plain stores' speed with
-// streaming ones and 256 MiB passes at 1.15 (docs/benchmark.md).
+// Per class, because one machine can want streaming stores at one size and
+// plain ones at another (docs/benchmark.md has the measurements).
 constexpr int kStreamingCalibrationPairs = 15;
 // Size classes of outputs: class k holds outputs of kStreamingStoresMinBytes
 // << k bytes up to twice that; the last class holds every larger one too.

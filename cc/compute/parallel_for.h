@@ -23,21 +23,14 @@ namespace grad_reverse {
 
 // Passes smaller than this stay on the calling thread; larger ones get one
 // thread per this many bytes, up to the threads at hand, in both op
-// libraries. Measured on 2-vCPU VMs (float32, out of place): 1 MiB split in
-// two ran at 0.53x the speed of one thread (waking a worker costs more than
-// half the pass); 4 MiB split in two shards of 2 MiB took 1.06-1.26x one
-// thread's time on an AMD EPYC, and no less on an Intel Xeon (0.95-1.19x), so
-// 4 MiB is the smallest shard; 64 MiB ran at 0.95-1.06x (memory-bound either way).
-// docs/benchmark.md has the figures.
+// libraries: on a smaller shard, waking a worker costs more than the split
+// saves (docs/benchmark.md, "Two threads against one", has the measurements).
 constexpr int64_t kMinShardBytes = int64_t{4} << 20;
 
 // The unit the threads of one pass take in turn: a whole number of 64-byte
-// lines of every type. On a 2-vCPU AMD EPYC (Zen 4), graph mode, float32,
-// pure-Python / native, medians of 21 rounds, six processes each: at 2M
-// elements (8 MiB) two equal halves gave 0.83-0.99 in the C++ library and
-// 0.92-1.08 in the stable one, 256 KiB blocks taken in turn 0.98-1.15 and
-// 0.94-1.07; at 3M the C++ library went from 0.81-1.02 to 1.01-1.16
-// (docs/benchmark.md).
+// lines of every type. Blocks taken in turn from one counter let a thread
+// that starts late or runs slow take fewer, where equal halves wait for the
+// slower one (docs/benchmark.md, "Blocks taken in turn", has the measurements).
 constexpr int64_t kBlockBytes = int64_t{256} << 10;
 static_assert(kBlockBytes % 64 == 0, "blocks start on cache lines");
 

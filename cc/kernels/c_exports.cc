@@ -51,7 +51,7 @@ GRAD_REVERSE_EXPORT int GradReverseStreamingStoresWin(const double* plain, const
   return grad_reverse::StreamingStoresWin(plain, streaming, pairs) ? 1 : 0;
 }
 
-// For the package's choice of backward (python/grad_reverse/_backward.py):
+// For the package's choice of backward (python/grad_reverse/_native/backward_choice.py):
 // the CUDA version of the installed driver as 1000 * major + 10 * minor
 // (12040 is 12.4), 0 when no driver is installed, -1 when the library was
 // built without CUDA or the query failed. It starts no CUDA context. The

@@ -28,13 +28,13 @@ from dann_moons_seeds import seed_range  # noqa: E402
 from grad_reverse.adaptation import select_by_reverse_validation  # noqa: E402
 from grad_reverse.demo.data import make_domains  # noqa: E402
 from grad_reverse.demo.models import accuracy, build_dann  # noqa: E402
-from grad_reverse.demo.training import BATCH_PER_DOMAIN, GAMMA, _optimizer  # noqa: E402
+from grad_reverse.demo.training import BATCH_PER_DOMAIN, GAMMA, optimizer  # noqa: E402
 
 
 def make_model(seed: int, lambda_max: float):
     """The demo's DANN of `seed` (its initial weights follow the seed, as in the demo)."""
     model = build_dann(seed, lambda_max=lambda_max, gamma=GAMMA)
-    model.compile(optimizer=_optimizer(), loss="binary_crossentropy", metrics=["accuracy"])
+    model.compile(optimizer=optimizer(), loss="binary_crossentropy", metrics=["accuracy"])
     return model
 
 

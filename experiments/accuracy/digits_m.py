@@ -34,7 +34,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from grad_reverse._keras import keras  # noqa: E402
+from grad_reverse._tools import keras  # noqa: E402
 from grad_reverse.adaptation import CDAN, DANN, MDD  # noqa: E402
 from grad_reverse.adaptation import DANNLearningRateSchedule  # noqa: E402
 from grad_reverse.demo.photo_patches import blend_with_patches, photographs  # noqa: E402

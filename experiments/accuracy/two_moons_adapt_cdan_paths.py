@@ -51,7 +51,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from grad_reverse import CDAN  # noqa: E402
-from grad_reverse._keras import keras  # noqa: E402
+from grad_reverse._tools import keras  # noqa: E402
 from grad_reverse.adaptation.cdan import entropy_weights, weighted_domain_term  # noqa: E402
 from grad_reverse.adaptation.domain_head import MEAN_OVER_DOMAINS, domain_term  # noqa: E402
 from grad_reverse.adaptation.model import class_log_probabilities  # noqa: E402

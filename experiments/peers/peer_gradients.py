@@ -61,7 +61,7 @@ def ours(folder: str) -> list:
     import numpy as np
     import tensorflow as tf
 
-    from grad_reverse._keras import keras
+    from grad_reverse._tools import keras
     from grad_reverse.adaptation import CDAN, DANN, MDD
     from grad_reverse.adaptation.cdan import random_matrices
     from grad_reverse.schedule import ramp

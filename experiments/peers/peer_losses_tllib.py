@@ -46,7 +46,7 @@ def ours(folder: str) -> dict:
     import numpy as np
 
     import grad_reverse  # noqa: F401  (loads the op)
-    from grad_reverse._keras import keras
+    from grad_reverse._tools import keras
     from grad_reverse.adaptation import CDAN, MDD
     from grad_reverse.adaptation.cdan import random_matrices
 

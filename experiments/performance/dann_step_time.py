@@ -33,10 +33,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf  # noqa: E402
 
-from grad_reverse._keras import keras  # noqa: E402
+from grad_reverse._tools import keras  # noqa: E402
 from grad_reverse.demo.data import make_domains  # noqa: E402
 from grad_reverse.demo.models import HIDDEN_UNITS, build_dann  # noqa: E402
-from grad_reverse.demo.training import BATCH_PER_DOMAIN, GAMMA, LAMBDA_MAX, _optimizer  # noqa: E402
+from grad_reverse.demo.training import BATCH_PER_DOMAIN, GAMMA, LAMBDA_MAX, optimizer  # noqa: E402
 from grad_reverse.layer import GradReverse  # noqa: E402
 from grad_reverse.schedule import DANNLambdaSchedule  # noqa: E402
 
@@ -73,7 +73,7 @@ def hand_wired(domains, seed: int):
     domain = keras.layers.Dense(1, activation="sigmoid")(GradReverse(lambda_)(features))
     model = keras.Model(inputs, {"label": label, "domain": domain})
     model.compile(
-        optimizer=_optimizer(),
+        optimizer=optimizer(),
         loss={"label": keras.losses.BinaryCrossentropy(), "domain": keras.losses.BinaryCrossentropy()},
         weighted_metrics={"label": ["accuracy"]},
     )
@@ -113,7 +113,7 @@ def hand_wired(domains, seed: int):
 
 def with_class(domains, seed: int):
     model = build_dann(seed, lambda_max=LAMBDA_MAX, gamma=GAMMA)
-    model.compile(optimizer=_optimizer(), loss="binary_crossentropy", metrics=["accuracy"])
+    model.compile(optimizer=optimizer(), loss="binary_crossentropy", metrics=["accuracy"])
 
     def fit(steps: int, timer: StepTimer) -> None:
         model.fit(

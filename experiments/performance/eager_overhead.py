@@ -27,7 +27,7 @@ import grad_reverse  # noqa: E402
 from grad_reverse import reference  # noqa: E402
 from grad_reverse.bench.cases import fwd_bwd  # noqa: E402
 from grad_reverse.bench.measure import interleaved, paired_ratio  # noqa: E402
-from grad_reverse.ops import _library  # noqa: E402
+from grad_reverse.ops import LIBRARY  # noqa: E402
 
 RATIOS = (
     ("reference, Variable", "native, Variable"),
@@ -65,8 +65,8 @@ def main(argv=None) -> int:
             {
                 "tf.convert_to_tensor(variable)": lambda: tf.convert_to_tensor(variable),
                 "variable.value()": lambda: variable.value(),
-                "op(x, constant)": lambda: _library.grad_reverse(x, constant),
-                "op(x, variable): read in C": lambda: _library.grad_reverse(x, variable),
+                "op(x, constant)": lambda: LIBRARY.module.grad_reverse(x, constant),
+                "op(x, variable): read in C": lambda: LIBRARY.module.grad_reverse(x, variable),
                 "grad_reverse(x, 1.5)": lambda: grad_reverse.grad_reverse(x, 1.5),
                 "grad_reverse(x, variable)": lambda: grad_reverse.grad_reverse(x, variable),
                 "tf.identity(x)": lambda: tf.identity(x),

@@ -44,10 +44,10 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from dann_step_time import StepTimer  # noqa: E402
-from grad_reverse._keras import keras  # noqa: E402
+from grad_reverse._tools import keras  # noqa: E402
 from grad_reverse.adaptation import CDAN, DANN, MDD  # noqa: E402
 from grad_reverse.demo.data import make_domains  # noqa: E402
-from grad_reverse.demo.training import BATCH_PER_DOMAIN, _optimizer  # noqa: E402
+from grad_reverse.demo.training import BATCH_PER_DOMAIN, optimizer  # noqa: E402
 
 METHODS = ("DANN", "CDAN", "CDAN randomized", "CDAN+E", "MDD")
 
@@ -102,7 +102,7 @@ def moons_case(method: str, seed: int) -> Callable:
     domains = make_domains(seed)
     keras.utils.set_random_seed(seed)
     model = build(method, moons_parts())
-    model.compile(_optimizer(), "binary_crossentropy")
+    model.compile(optimizer(), "binary_crossentropy")
     return fitter(
         model,
         domains.x_source,

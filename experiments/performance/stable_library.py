@@ -54,12 +54,12 @@ def worker() -> None:
     import grad_reverse
     from grad_reverse.demo.data import make_domains
     from grad_reverse.demo.models import build_dann
-    from grad_reverse.demo.training import BATCH_PER_DOMAIN, GAMMA, LAMBDA_MAX, _optimizer
+    from grad_reverse.demo.training import BATCH_PER_DOMAIN, GAMMA, LAMBDA_MAX, optimizer
 
     rng = np.random.default_rng(0)
     small = tf.constant(rng.standard_normal(1024).astype(np.float32))
     large = {n: tf.constant(rng.standard_normal(n).astype(np.float32)) for n in SIZES.values()}
-    reverse_grad = grad_reverse.ops._library.grad_reverse_grad
+    reverse_grad = grad_reverse.ops.LIBRARY.module.grad_reverse_grad
 
     def eager_small():
         with tf.GradientTape() as tape:
@@ -69,7 +69,7 @@ def worker() -> None:
 
     domains = make_domains(0)
     model = build_dann(0, lambda_max=LAMBDA_MAX, gamma=GAMMA)
-    model.compile(optimizer=_optimizer(), loss="binary_crossentropy")
+    model.compile(optimizer=optimizer(), loss="binary_crossentropy")
 
     def dann_steps(steps):
         model.fit(

@@ -40,7 +40,7 @@ def worker(threads: int, sizes: list[int]) -> None:
 
     lambda_ = cases.make_lambda("variable")
     fn = cases.fwd_bwd_function(grad_reverse.grad_reverse, lambda_)
-    inputs = {size: cases._inputs(size, tf.float32) for size in sizes}
+    inputs = {size: cases.inputs(size, tf.float32) for size in sizes}
 
     def run(size: int) -> float:
         x, dy = inputs[size]

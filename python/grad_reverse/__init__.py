@@ -8,7 +8,7 @@ That is when Keras runs on TensorFlow. When it runs on JAX or PyTorch
 (KERAS_BACKEND), the package is the `GradReverse` layer alone, on a custom
 gradient native to that backend (`backend_layer`), and importing it loads
 nothing of TensorFlow; the other public names raise an ImportError that says
-they need the TensorFlow backend (`_backend`).
+they need the TensorFlow backend (`_keras`).
 
 Public names: `grad_reverse`, `GradReverse`, `DANN`, `CDAN` and `MDD` (Keras
 models that wire domain-adversarial training), `DANNLearningRateSchedule`,
@@ -19,7 +19,7 @@ The package's own command line (`python -m grad_reverse`) loads the library
 itself, once it has set TensorFlow's environment: see `_startup`.
 """
 
-from grad_reverse import _backend, _startup
+from grad_reverse import _keras, _startup
 
 __version__ = "0.1.0"
 
@@ -43,7 +43,7 @@ __all__ = [
 # The names a JAX or PyTorch backend gets; the rest of __all__ needs TensorFlow.
 _ANY_BACKEND = ("GradReverse", "__version__")
 # The backend the import found; None while the command line starts (its `_load()`
-# checks the backend through `_loader`).
+# checks the backend through `_native.loader`).
 _backend_name = None
 
 
@@ -54,7 +54,7 @@ def _load() -> None:
     global dann_lambda, grad_reverse, reference, serving
     with _startup.loading_package():
         # First: without TensorFlow, its ImportError says which to install.
-        from grad_reverse import _loader  # noqa: F401
+        from grad_reverse._native import loader  # noqa: F401
         from grad_reverse import reference
         from grad_reverse.layer import GradReverse
         from grad_reverse.ops import BUILD_INFO, SUPPORTED_DTYPES, grad_reverse
@@ -80,16 +80,16 @@ _tensorflow_getattr = _startup.package_getattr(
 
 
 def __getattr__(name: str):
-    if _backend_name not in (None, _backend.TENSORFLOW) and name in _TENSORFLOW_ONLY:
-        raise _backend.tensorflow_only(f"grad_reverse.{name}", _backend_name)
+    if _backend_name not in (None, _keras.TENSORFLOW) and name in _TENSORFLOW_ONLY:
+        raise _keras.tensorflow_only(f"grad_reverse.{name}", _backend_name)
     return _tensorflow_getattr(name)
 
 
 _TENSORFLOW_ONLY = frozenset(__all__) - frozenset(_ANY_BACKEND)
 
 if not _startup.starting_command_line():
-    _backend_name = _backend.keras_backend()
-    if _backend_name == _backend.TENSORFLOW:
+    _backend_name = _keras.keras_backend()
+    if _backend_name == _keras.TENSORFLOW:
         _load()
     else:
         _load_other_backend()

@@ -12,32 +12,35 @@ def collect() -> dict[str, Any]:
     import tensorflow as tf
 
     import grad_reverse
-    from grad_reverse import _backward, _library_choice, ops
-    from grad_reverse._xla import kernel_devices
+    from grad_reverse import ops
+    from grad_reverse._native import calls
+    from grad_reverse._native import choice as library_choice
+    from grad_reverse._native.settings import AUTO, BACKWARD_VARIABLE, STABLE
+    from grad_reverse._native.xla_fallback import kernel_devices
 
     build = grad_reverse.BUILD_INFO
     tf.zeros([])  # creates the devices, which registers the XLA kernels
     gpus = [d.name for d in tf.config.list_physical_devices("GPU")]
     backward = ops.BACKWARD  # decided at import, from the GPUs visible then
-    choice = _library_choice.chosen()
-    stable = choice.kind == _library_choice.STABLE
-    oldest = "%d.%d" % _library_choice.SUPPORTED[0]
+    choice = library_choice.chosen()
+    stable = choice.kind == STABLE
+    oldest = library_choice.OLDEST
     return {
         "grad_reverse": grad_reverse.__version__,
         "tensorflow_built_against": (
             _stable_built_against(build, oldest) if stable else build.get("tensorflow_version")
         ),
         "tensorflow_running": tf.__version__,
-        "library": str(_library_choice.library_path()),
+        "library": str(ops.LIBRARY.path),
         "library_kind": (
             "stable-ABI (TensorFlow's C API, one build for every release)"
             if stable
-            else f"C++ (TensorFlow {_library_choice.series(str(build.get('tensorflow_version')))}'s ABI)"
+            else f"C++ (TensorFlow {library_choice.series(str(build.get('tensorflow_version')))}'s ABI)"
         ),
         "library_chosen_because": choice.reason,
         # A source build holds one; the portable wheel one per supported release.
         "libraries_for_tensorflow": ", ".join(
-            _library_choice.releases_held() + (["any (stable-ABI)"] if _library_choice.has_stable() else [])
+            library_choice.releases_held() + (["any (stable-ABI)"] if library_choice.has_stable() else [])
         ),
         "cuda_kernels_compiled": _compiled(build, "cuda"),
         # Which GPUs the CUDA kernels can run on (auto uses stock ops elsewhere).
@@ -45,11 +48,11 @@ def collect() -> dict[str, Any]:
         "xla_kernels_compiled": _compiled(build, "xla"),
         "tensorflow_cuda_version": build.get("tensorflow_cuda_version") or "none (CPU build)",
         "cpu_path": _cpu_path(),
-        "streaming_stores": _streaming_stores(),
+        "streaming_stores": calls.streaming_stores(ops.LIBRARY.cdll),
         "gpus_visible": gpus,
         "kernels": {op: sorted(kernel_devices(op)) for op in ("GradReverse", "GradReverseGrad")},
         # A mode set by hand is named in the reason already.
-        "backward": backward.summary + (f" ({_backward.ENV_VAR}=auto)" if backward.mode == _backward.AUTO else ""),
+        "backward": backward.summary + (f" ({BACKWARD_VARIABLE}=auto)" if backward.mode == AUTO else ""),
         **({"warning": backward.warning} if backward.warning else {}),
     }
 
@@ -74,13 +77,6 @@ def _cpu_path() -> str:
         return f"{_kernels.cpu_path()} (available: {', '.join(_kernels.cpu_paths())})"
     except ValueError as error:  # a bad GRAD_REVERSE_CPU_PATH
         return f"error: {error}"
-
-
-def _streaming_stores() -> str:
-    """Which stores the loaded library's large out-of-place CPU passes use, and why."""
-    from grad_reverse import options
-
-    return options.streaming_stores()
 
 
 def _compiled(build: dict[str, Any], feature: str) -> str:

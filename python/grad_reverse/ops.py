@@ -10,29 +10,38 @@ from typing import Optional, Union
 import numpy as np
 import tensorflow as tf
 
-from grad_reverse import _backward, _xla, reference
+from grad_reverse import reference
 from grad_reverse._keras import keras
-from grad_reverse._library_calls import cuda_driver_version
-from grad_reverse._loader import load_library
+from grad_reverse._native import backward_choice, calls, xla_fallback
+from grad_reverse._native.loader import loaded
+from grad_reverse._native.settings import NATIVE
 
-_library, BUILD_INFO = load_library()
+# The process's op library, loaded here once (`loader.loaded()`).
+LIBRARY = loaded()
+_library = LIBRARY.module
+BUILD_INFO = LIBRARY.build_info
 
 
-def use_backward() -> _backward.Backward:
-    """Decides the backward again (`options.backward_mode()`, see _backward.py)
-    and sets `BACKWARD`; the gradients below call the chosen function with no
-    further test. Run at import, and by `options.set_backward`."""
+def _cuda_driver_version() -> int:
+    return calls.cuda_driver_version(LIBRARY.cdll)
+
+
+def use_backward() -> backward_choice.Backward:
+    """Decides the backward again (`settings.backward_mode()`, see
+    `backward_choice`) and sets `BACKWARD`; the gradients below call the
+    chosen function with no further test. Run at import, and by
+    `options.set_backward`."""
     global BACKWARD, _reverse_dense
-    BACKWARD = _backward.choose_backward(BUILD_INFO, cuda_driver_version)
-    _reverse_dense = _library.grad_reverse_grad if BACKWARD.kernel == _backward.NATIVE else _backward.stock_reverse
+    BACKWARD = backward_choice.choose_backward(BUILD_INFO, _cuda_driver_version)
+    _reverse_dense = _library.grad_reverse_grad if BACKWARD.kernel == NATIVE else backward_choice.stock_reverse
     return BACKWARD
 
 
-BACKWARD: _backward.Backward = use_backward()
+BACKWARD: backward_choice.Backward = use_backward()
 
 SUPPORTED_DTYPES = (tf.float16, tf.bfloat16, tf.float32, tf.float64)
 _SUPPORTED_NAMES = ", ".join(d.name for d in SUPPORTED_DTYPES)
-_SUPPORTED_SET = frozenset(SUPPORTED_DTYPES)  # a hashed lookup: half the cost of a tuple scan
+_SUPPORTED_SET = frozenset(SUPPORTED_DTYPES)  # a hashed lookup, cheaper than a tuple scan per call
 
 LambdaLike = Union[float, int, tf.Tensor, tf.Variable]
 # What an error about lambda_ says is accepted.
@@ -73,8 +82,7 @@ def lambda_input(lambda_: LambdaLike) -> Union[tf.Tensor, tf.Variable]:
     wrapper reads it in C at every call (a ReadVariableOp, recorded on the
     tape like any read), so a variable assigned between steps takes effect.
     Reading it here through `tf.convert_to_tensor` instead would add a read
-    of its own to every eager call, most of an eager call's cost on a small
-    tensor (docs/benchmark.md). A `keras.Variable` stands for its `.value` (the
+    of its own to every eager call (docs/benchmark.md has its cost). A `keras.Variable` stands for its `.value` (the
     tf.Variable it holds, or that value autocast), which is what converting it
     reads. Everything else goes through `lambda_tensor`.
     """
@@ -147,7 +155,7 @@ def grad_reverse(x, lambda_: LambdaLike = 1.0, name: Optional[str] = None) -> tf
         x = tf.convert_to_tensor(x)
     check_dtype(x)
     lambda_ = lambda_input(lambda_)
-    if _xla.use_fallback(BUILD_INFO):
+    if xla_fallback.use_fallback(BUILD_INFO):
         # lambda_ gets no gradient at any order, as with the op (the
         # reference's backward `-lambda * dy` would give it one at the second).
         return reference.grad_reverse(x, tf.stop_gradient(lambda_))

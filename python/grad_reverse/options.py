@@ -34,40 +34,65 @@ tests and benchmarks).
   XLA compiles (it compiles to the same HLO). `set_xla_fallback` switches it
   for calls traced after it.
 
-Reading a choice imports nothing; only the setters reach the loaded library.
+The facade over the settings (`_native.settings`) and the loaded library
+(`ops.LIBRARY`), for users and tools; nothing inside the package imports it.
+Importing it and reading a setting import nothing else; `set_backward` and
+the loaded library's choices import `grad_reverse.ops` (which loads the
+library, as `import grad_reverse` does).
 """
 
 from __future__ import annotations
 
-import os
-from typing import Mapping, Optional
+import ctypes
+from typing import Optional
 
-LIBRARY_VARIABLE = "GRAD_REVERSE_LIBRARY"
-BACKWARD_VARIABLE = "GRAD_REVERSE_BACKWARD"
-CPU_PATH_VARIABLE = "GRAD_REVERSE_CPU_PATH"
-STREAMING_STORES_VARIABLE = "GRAD_REVERSE_STREAMING_STORES"
+from grad_reverse._native import calls, settings
+from grad_reverse._native.settings import (
+    ALWAYS,
+    AUTO,
+    BACKWARD_MODES,
+    BACKWARD_VARIABLE,
+    CPU_PATH_VARIABLE,
+    LIBRARY_MODES,
+    LIBRARY_VARIABLE,
+    NATIVE,
+    RELEASE,
+    STABLE,
+    STOCK,
+    STREAMING_STORES_MODES,
+    STREAMING_STORES_VARIABLE,
+    XLA_FALLBACK_MODES,
+    backward_mode,
+    library_mode,
+    set_xla_fallback,
+    xla_fallback,
+)
 
-AUTO = "auto"
-RELEASE, STABLE = "release", "stable"
-LIBRARY_MODES = (AUTO, RELEASE, STABLE)
-NATIVE, STOCK = "native", "stock"
-BACKWARD_MODES = (AUTO, NATIVE, STOCK)
-ALWAYS = "always"
-XLA_FALLBACK_MODES = (AUTO, ALWAYS)
-
-_backward_override: Optional[str] = None
-_xla_fallback = AUTO
-
-
-def library_mode(environ: Mapping[str, str] = os.environ) -> Optional[str]:
-    """GRAD_REVERSE_LIBRARY's value (None when unset); `_library_choice` checks it."""
-    return environ.get(LIBRARY_VARIABLE)
-
-
-def backward_mode(environ: Mapping[str, str] = os.environ) -> Optional[str]:
-    """The backward asked for: `set_backward`'s mode, else GRAD_REVERSE_BACKWARD's
-    value (None when neither is set: `auto`)."""
-    return _backward_override if _backward_override is not None else environ.get(BACKWARD_VARIABLE)
+__all__ = [
+    "ALWAYS",
+    "AUTO",
+    "BACKWARD_MODES",
+    "BACKWARD_VARIABLE",
+    "CPU_PATH_VARIABLE",
+    "LIBRARY_MODES",
+    "LIBRARY_VARIABLE",
+    "NATIVE",
+    "RELEASE",
+    "STABLE",
+    "STOCK",
+    "STREAMING_STORES_MODES",
+    "STREAMING_STORES_VARIABLE",
+    "XLA_FALLBACK_MODES",
+    "backward_mode",
+    "cpu_path",
+    "library_mode",
+    "set_backward",
+    "set_cpu_path",
+    "set_streaming_stores",
+    "set_xla_fallback",
+    "streaming_stores",
+    "xla_fallback",
+]
 
 
 def set_backward(mode: Optional[str]) -> None:
@@ -79,24 +104,19 @@ def set_backward(mode: Optional[str]) -> None:
     Raises:
       ValueError: `mode` is not one of BACKWARD_MODES.
     """
-    global _backward_override
-    from grad_reverse import _backward as backward_choice, ops
+    from grad_reverse import ops
 
-    if mode is not None:
-        mode = backward_choice.parse_mode(mode)
-    previous, _backward_override = _backward_override, mode
+    previous = settings.override_backward(mode)
     try:
         ops.use_backward()
     except Exception:
-        _backward_override = previous
+        settings.restore_backward(previous)
         raise
 
 
 def cpu_path() -> str:
     """The CPU path the loaded op library runs (never `auto`)."""
-    from grad_reverse import _library_calls
-
-    return _library_calls.cpu_path()
+    return calls.cpu_path(_loaded_library())
 
 
 def set_cpu_path(name: str) -> None:
@@ -107,12 +127,7 @@ def set_cpu_path(name: str) -> None:
     Raises:
       ValueError: this build or this CPU has no such path; nothing changed.
     """
-    from grad_reverse import _library_calls
-
-    _library_calls.set_cpu_path(name)
-
-
-STREAMING_STORES_MODES = (AUTO, "on", "off")
+    calls.set_cpu_path(_loaded_library(), name)
 
 
 def streaming_stores() -> str:
@@ -121,9 +136,7 @@ def streaming_stores() -> str:
     `set_streaming_stores`), or under `auto` what the measurement found (or
     that it has not run yet); `error: ...` for an invalid
     GRAD_REVERSE_STREAMING_STORES, with which the CPU backward fails."""
-    from grad_reverse import _library_calls
-
-    return _library_calls.streaming_stores()
+    return calls.streaming_stores(_loaded_library())
 
 
 def set_streaming_stores(mode: str) -> None:
@@ -135,25 +148,12 @@ def set_streaming_stores(mode: str) -> None:
     Raises:
       ValueError: `mode` is not one of STREAMING_STORES_MODES; nothing changed.
     """
-    from grad_reverse import _library_calls
-
-    if mode not in STREAMING_STORES_MODES:
-        raise ValueError(f"streaming stores {mode!r} is not one of {', '.join(STREAMING_STORES_MODES)}")
-    _library_calls.set_streaming_stores(mode)
+    settings.check_streaming_stores_mode(mode)
+    calls.set_streaming_stores(_loaded_library(), mode)
 
 
-def xla_fallback() -> str:
-    """`auto` (the default) or `always`: see the module's docstring."""
-    return _xla_fallback
+def _loaded_library() -> ctypes.CDLL:
+    """The process's op library (`ops.LIBRARY`), for its ctypes calls."""
+    from grad_reverse import ops
 
-
-def set_xla_fallback(mode: str) -> None:
-    """Chooses when `grad_reverse` runs its pure-Python version inside XLA.
-
-    Raises:
-      ValueError: `mode` is not one of XLA_FALLBACK_MODES.
-    """
-    global _xla_fallback
-    if mode not in XLA_FALLBACK_MODES:
-        raise ValueError(f"XLA fallback {mode!r} is not one of {', '.join(XLA_FALLBACK_MODES)}")
-    _xla_fallback = mode
+    return ops.LIBRARY.cdll

@@ -1,11 +1,10 @@
-"""`python scripts/gpu_check_lib ...` (what scripts/gpu_check.sh runs), or
-`python -m gpu_check_lib ...` with scripts/ on PYTHONPATH."""
+"""`python -m gpu_check_lib ...` with scripts/ on PYTHONPATH (what
+scripts/gpu_check.sh runs)."""
 
-import os
 import sys
 
-if not __package__:  # run as a directory: make `gpu_check_lib` importable
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if not __package__:  # run as a directory: its modules import as `gpu_check_lib.*`
+    sys.exit("gpu_check_lib: run it as `PYTHONPATH=scripts python -m gpu_check_lib ...` (or scripts/gpu_check.sh)")
 
 from gpu_check_lib.cli import main  # noqa: E402
 

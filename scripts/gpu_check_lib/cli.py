@@ -4,6 +4,8 @@ directory, and the run in order (correctness, bandwidth, sanitizers, report)."""
 from __future__ import annotations
 
 import argparse
+import importlib.machinery
+import importlib.util
 import os
 import sys
 import time
@@ -98,10 +100,15 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def import_kernels(build_dir: str):
+    """The module `_kernels` of `build_dir` (and no other: the folder alone is searched)."""
     build_dir = os.path.abspath(build_dir)
-    sys.path.insert(0, build_dir)
     try:
-        import _kernels
+        spec = importlib.machinery.PathFinder.find_spec("_kernels", [build_dir])
+        if spec is None or spec.loader is None:
+            raise ImportError(f"no module named '_kernels' in {build_dir}")
+        _kernels = importlib.util.module_from_spec(spec)
+        sys.modules["_kernels"] = _kernels
+        spec.loader.exec_module(_kernels)
     except ImportError as error:
         raise SetupError(
             f"cannot import the kernel module `_kernels` from {build_dir}: {error} "

@@ -13,8 +13,8 @@ from typing import Optional
 
 from gpu_check_lib.common import EXIT_OK, log
 
-# The package's directory: `python <it> ...` runs its __main__.
-PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+# The folder that holds this package: on PYTHONPATH, `python -m gpu_check_lib` runs its __main__.
+SCRIPTS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SANITIZER_ERROR_EXIT = 86
 SMALL_MARKER = "gpu_check --small:"
 SANITIZER_CAP_S = {"memcheck": 150, "racecheck": 100, "initcheck": 100, "synccheck": 100}
@@ -46,7 +46,7 @@ def run_sanitizers(args, tools: list[str], deadline: float) -> list[dict]:
     """Runs this check's --small mode under each tool. Status: clean, errors
     (the tool found some: a failure), failed (the checks failed under the
     tool: a failure), timeout / unavailable / skipped (no verdict)."""
-    child = [sys.executable, PACKAGE_DIR, "--small", "--build-dir", args.build_dir]
+    child = [sys.executable, "-m", "gpu_check_lib", "--small", "--build-dir", args.build_dir]
     if args.cpu_only:
         child.append("--cpu-only")
     if args.no_ml_dtypes:
@@ -91,7 +91,11 @@ def run_sanitizers(args, tools: list[str], deadline: float) -> list[dict]:
                 stderr=subprocess.STDOUT,
                 text=True,
                 timeout=timeout,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                env={
+                    **os.environ,
+                    "PYTHONUNBUFFERED": "1",
+                    "PYTHONPATH": _with_scripts_dir(os.environ.get("PYTHONPATH")),
+                },
             )
             output, rc = done.stdout, done.returncode
         except subprocess.TimeoutExpired as error:
@@ -135,3 +139,8 @@ def sanitizer_verdict(results: list[dict]) -> str:
     if statuses <= {"clean"}:
         return "no errors"
     return "no verdict from " + ", ".join(f"{r['tool']} ({r['status']})" for r in results if r["status"] != "clean")
+
+
+def _with_scripts_dir(pythonpath: Optional[str]) -> str:
+    """PYTHONPATH with this package's folder first (the child imports `gpu_check_lib`)."""
+    return os.pathsep.join([SCRIPTS_DIR, *([pythonpath] if pythonpath else [])])

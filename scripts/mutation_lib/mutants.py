@@ -68,7 +68,7 @@ OP_AND_SERVING_MUTANTS: tuple[Mutant, ...] = (
         file="ops.py",
         edits=(
             (
-                "_library.grad_reverse_grad if BACKWARD.kernel == _backward.NATIVE else _backward.stock_reverse",
+                "_library.grad_reverse_grad if BACKWARD.kernel == NATIVE else backward_choice.stock_reverse",
                 "_library.grad_reverse_grad",
             ),
         ),
@@ -80,7 +80,7 @@ OP_AND_SERVING_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         name="stock-backward-rounds-twice",
         promise="the stock backward rounds half/bfloat16 like the kernels: computed in float32, rounded once",
-        file="_backward.py",
+        file="_native/backward_choice.py",
         edits=(
             (
                 "    wide = tf.raw_ops.Mul(x=tf.raw_ops.Cast(x=dy, DstT=tf.float32), y=scale)\n"
@@ -96,7 +96,7 @@ OP_AND_SERVING_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         name="xla-always-falls-back",
         promise="under XLA the library's own kernels are used where the build has them",
-        file="_xla.py",
+        file="_native/xla_fallback.py",
         edits=(("    if not missing:\n        return False\n", ""),),
         tests=(
             T + "op/test_xla.py::test_xla_compiles_the_native_op_exactly_when_the_build_has_xla_kernels",
@@ -107,7 +107,7 @@ OP_AND_SERVING_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         name="xla-never-falls-back",
         promise="a build without XLA kernels falls back to the pure-Python version inside XLA",
-        file="_xla.py",
+        file="_native/xla_fallback.py",
         edits=(("    if not in_xla_context():\n        return False\n", "    return False\n"),),
         tests=(T + "op/test_xla.py::test_without_native_xla_kernels_falls_back_to_the_reference_with_one_warning",),
     ),
@@ -115,7 +115,7 @@ OP_AND_SERVING_MUTANTS: tuple[Mutant, ...] = (
         name="op-always-pure-python",
         promise="grad_reverse() runs the native op outside XLA",
         file="ops.py",
-        edits=(("if _xla.use_fallback(BUILD_INFO):", "if True:"),),
+        edits=(("if xla_fallback.use_fallback(BUILD_INFO):", "if True:"),),
         tests=(T + "op/test_layer.py::test_training_false_returns_the_input_without_the_op",),
     ),
     Mutant(
@@ -157,7 +157,7 @@ OP_AND_SERVING_MUTANTS: tuple[Mutant, ...] = (
         name="streaming-stores-not-forced-in-process",
         promise="options.set_streaming_stores forces the stores the library's large backward passes use",
         file="options.py",
-        edits=(("    _library_calls.set_streaming_stores(mode)\n", "    pass\n"),),
+        edits=(("    calls.set_streaming_stores(_loaded_library(), mode)\n", "    pass\n"),),
         tests=(T + "op/test_streaming_stores.py::test_a_choice_forced_at_run_time_is_what_the_kernel_uses",),
     ),
     Mutant(
@@ -170,7 +170,7 @@ OP_AND_SERVING_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         name="loader-skips-version-check",
         promise="a library built for another TensorFlow is an ImportError before it is loaded",
-        file="_loader.py",
+        file="_native/loader.py",
         edits=(("    if not stable and series(str(built)) != series(running):\n", "    if False:\n"),),
         tests=(T + "op/test_loader.py::test_version_mismatch_names_both_versions_before_loading",),
     ),
@@ -225,7 +225,7 @@ OP_AND_SERVING_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         name="auto-never-chooses-the-stable-library",
         promise="a TensorFlow without a C++ library of its own (a newer release) loads the stable-ABI library",
-        file="_library_choice.py",
+        file="_native/choice.py",
         edits=(("    if mode == RELEASE or own.is_dir() or not stable_held:", "    if True:"),),
         tests=(
             T + "op/test_stable_library.py::"
@@ -235,7 +235,7 @@ OP_AND_SERVING_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         name="stable-threads-ignore-tensorflows-intra-op-setting",
         promise="the stable library runs no more CPU threads than TensorFlow's intra-op setting",
-        file="_library_calls.py",
+        file="_native/calls.py",
         edits=(
             (
                 "    if threads > 0:\n        handle.GradReverseSetMaxThreads",
@@ -249,19 +249,26 @@ OP_AND_SERVING_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         name="missing-c-function-reported-as-a-damaged-install",
         promise="a TensorFlow lacking a C function the stable library imports is an ImportError naming it",
-        file="_loader.py",
+        file="_native/loader.py",
         edits=(("        if stable and missing:", "        if False:"),),
         tests=(T + "op/test_stable_library.py::test_a_tensorflow_lacking_a_c_function_is_an_import_error_naming_it",),
     ),
     Mutant(
         name="cpp-library-abi-mismatch-never-falls-back",
         promise="in auto, a C++ library refused for an undefined symbol is replaced by the stable-ABI library",
-        file="_loader.py",
+        file="_native/loader.py",
         edits=(("        if choice is not None and choice.fallback is not None and undefined:", "        if False:"),),
         tests=(
             T + "op/test_loader.py::"
             "test_a_cpp_library_needing_a_missing_cpp_symbol_falls_back_to_the_stable_library_in_auto[auto]",
         ),
+    ),
+    Mutant(
+        name="library-handle-made-again",
+        promise="the op library is loaded once, into the one handle every caller gets",
+        file="_native/loader.py",
+        edits=(("    if _loaded is None:\n        _loaded = load_library()", "    _loaded = load_library()"),),
+        tests=(T + "op/test_loader.py::test_library_is_loaded_once_and_its_record_matches",),
     ),
 )
 

@@ -17,7 +17,7 @@ ADAPTATION_MUTANTS: tuple[Mutant, ...] = (
             ("        self._total = total\n        self._seen = 0\n", "        self._total = total\n"),
             ("        if self._steps_per_epoch is not None:\n", "        if False:\n"),
         ),
-        tests=(T + "adaptation/test_schedule.py::test_one_schedule_reused_for_a_second_fit_restarts_the_ramp",),
+        tests=(T + "op/test_schedule.py::test_one_schedule_reused_for_a_second_fit_restarts_the_ramp",),
     ),
     Mutant(
         name="schedule-keeps-count-with-total-steps",
@@ -26,7 +26,7 @@ ADAPTATION_MUTANTS: tuple[Mutant, ...] = (
         edits=(("        self._total = total\n        self._seen = 0\n", "        self._total = total\n"),),
         tests=(
             T
-            + "adaptation/test_schedule.py::test_one_schedule_with_total_steps_reused_on_data_of_unknown_length_restarts_the_ramp",
+            + "op/test_schedule.py::test_one_schedule_with_total_steps_reused_on_data_of_unknown_length_restarts_the_ramp",
         ),
     ),
     Mutant(
@@ -39,7 +39,7 @@ ADAPTATION_MUTANTS: tuple[Mutant, ...] = (
                 "            self._epoch_start = self._seen\n",
             ),
         ),
-        tests=(T + "adaptation/test_schedule.py::test_a_fit_resumed_with_initial_epoch_continues_the_ramp",),
+        tests=(T + "op/test_schedule.py::test_a_fit_resumed_with_initial_epoch_continues_the_ramp",),
     ),
     Mutant(
         name="schedule-counts-callback-calls",
@@ -52,14 +52,14 @@ ADAPTATION_MUTANTS: tuple[Mutant, ...] = (
                 "        self.value = dann_lambda(self.progress(self._calls), self.gamma, self.lambda_max)",
             ),
         ),
-        tests=(T + "adaptation/test_schedule.py::test_steps_per_execution_holds_each_lambda_for_its_steps",),
+        tests=(T + "op/test_schedule.py::test_steps_per_execution_holds_each_lambda_for_its_steps",),
     ),
     Mutant(
         name="schedule-ramp-ends-early",
         promise="the ramp reaches ~lambda_max at the fit's last step, not after it",
         file="schedule.py",
         edits=(("max(self._total - 1, 1)", "max(self._total, 1)"),),
-        tests=(T + "adaptation/test_schedule.py::test_one_schedule_reused_for_a_second_fit_restarts_the_ramp",),
+        tests=(T + "op/test_schedule.py::test_one_schedule_reused_for_a_second_fit_restarts_the_ramp",),
     ),
     Mutant(
         name="schedule-accepts-non-finite",
@@ -68,9 +68,7 @@ ADAPTATION_MUTANTS: tuple[Mutant, ...] = (
         edits=(
             ("        _check_ramp(float(gamma), float(lambda_max))\n        self.variable", "        self.variable"),
         ),
-        tests=(
-            T + "adaptation/test_schedule.py::test_schedule_refuses_arguments_that_would_assign_a_non_finite_lambda",
-        ),
+        tests=(T + "op/test_schedule.py::test_schedule_refuses_arguments_that_would_assign_a_non_finite_lambda",),
     ),
     Mutant(
         name="dann-domain-term-one-mean",

@@ -22,7 +22,7 @@ from mutation_lib.mutants import SOURCE, Mutant
 REPO = Path(__file__).resolve().parents[2]
 LIBRARY = "_grad_reverse_ops.so"
 BUILD_INFO = "_build_info.json"
-# One folder per TensorFlow release built for (see grad_reverse/_library_choice.py).
+# One folder per TensorFlow release built for (see grad_reverse/_native/choice.py).
 LIBRARY_GLOB = "_libs/tf*/" + LIBRARY
 
 

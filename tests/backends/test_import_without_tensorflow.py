@@ -20,7 +20,7 @@ import sys
 from grad_reverse import GradReverse
 import grad_reverse
 loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("tensorflow", "tf_keras")
-                or m in ("grad_reverse._loader", "grad_reverse.ops", "grad_reverse._kernels"))
+                or m in ("grad_reverse._native.loader", "grad_reverse.ops", "grad_reverse._kernels"))
 print("loaded:", loaded)
 print("all:", grad_reverse.__all__)
 print("class:", GradReverse.__module__)

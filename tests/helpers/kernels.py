@@ -3,6 +3,8 @@ tests/op/. Imports no TensorFlow (scripts/sanitize.sh and scripts/tsan.sh run
 the kernel tests without it, with --noconftest)."""
 
 import ctypes
+import importlib.machinery
+import importlib.util
 import os
 import subprocess
 import sys
@@ -15,8 +17,11 @@ ml_dtypes = pytest.importorskip("ml_dtypes")  # ships with TensorFlow
 if os.environ.get("GRAD_REVERSE_KERNELS_DIR"):
     # A kernels-only build (scripts/sanitize.sh): import the module by itself,
     # without the package, which would import TensorFlow.
-    sys.path.insert(0, os.environ["GRAD_REVERSE_KERNELS_DIR"])
-    import _kernels
+    _spec = importlib.machinery.PathFinder.find_spec("_kernels", [os.environ["GRAD_REVERSE_KERNELS_DIR"]])
+    if _spec is None or _spec.loader is None:
+        raise ImportError(f"no module _kernels in GRAD_REVERSE_KERNELS_DIR={os.environ['GRAD_REVERSE_KERNELS_DIR']}")
+    _kernels = sys.modules["_kernels"] = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(_kernels)
 else:
     from grad_reverse import _kernels
 
@@ -38,12 +43,9 @@ def run_with_cpu_path_variable(value: str, code: str) -> subprocess.CompletedPro
 
 
 def op_library() -> ctypes.CDLL:
-    """The loaded op library (dlopen of a loaded path returns it), for its C
+    """The loaded op library's ctypes handle (its C functions typed), for the
     functions that report and force the CPU path (cc/compute/cpu_paths.h).
     Imports the package, so TensorFlow: call it only from a test that has."""
-    from grad_reverse import _library_choice
+    from grad_reverse import ops
 
-    library = ctypes.CDLL(str(_library_choice.library_path()))
-    library.GradReverseCpuPath.restype = ctypes.c_char_p
-    library.GradReverseSetCpuPath.argtypes = [ctypes.c_char_p]
-    return library
+    return ops.LIBRARY.cdll

@@ -1,4 +1,4 @@
-"""The choice of backward (GRAD_REVERSE_BACKWARD, python/grad_reverse/_backward.py).
+"""The choice of backward (GRAD_REVERSE_BACKWARD, python/grad_reverse/_native/backward_choice.py).
 
 No GPU is needed: the decision is a pure function of the variable, the build
 record, the visible GPUs and the driver's CUDA version, which the tests pass
@@ -14,9 +14,10 @@ import warnings
 import pytest
 
 import grad_reverse
-from grad_reverse import _backward, _gpu_support, _library_calls, ops
-from grad_reverse._backward import decide
-from grad_reverse._xla import kernel_devices
+from grad_reverse import ops
+from grad_reverse._native import backward_choice, calls, gpu_facts
+from grad_reverse._native.backward_choice import decide
+from grad_reverse._native.xla_fallback import kernel_devices
 
 GPUS = ["/physical_device:GPU:0"]
 NO_NVCC = {
@@ -147,7 +148,7 @@ def test_native_is_obeyed_but_warns_of_a_cpu_round_trip_or_a_failing_launch():
 )
 def test_auto_uses_the_kernel_exactly_on_gpus_the_built_architectures_cover(architectures, capability, runs):
     build = dict(CUDA_13, cuda_architectures=architectures)
-    assert _gpu_support.runs_on(architectures.split(";"), capability) is runs
+    assert gpu_facts.runs_on(architectures.split(";"), capability) is runs
     backward = decide("auto", build, GPUS, 13000, {GPUS[0]: capability})
     assert backward.kernel == ("native" if runs else "stock"), backward
     if runs:
@@ -199,10 +200,10 @@ def test_the_build_record_lists_the_architectures_cmake_used():
         return
     architectures = build["cuda_architectures"].split(";")
     # CMakeLists.txt's default for this toolkit: sm_70 was dropped by CUDA 13.
-    oldest = "75-real" if _gpu_support.major_version(build["cuda_toolkit_version"]) >= 13 else "70-real"
+    oldest = "75-real" if gpu_facts.major_version(build["cuda_toolkit_version"]) >= 13 else "70-real"
     assert architectures == [oldest, "80-real", "90"]
     for entry in architectures:
-        _gpu_support.parse_architecture(entry)  # raises on an entry runs_on cannot read
+        gpu_facts.parse_architecture(entry)  # raises on an entry runs_on cannot read
 
 
 def test_stock_is_obeyed_silently_whatever_the_build_and_driver():
@@ -216,14 +217,17 @@ def test_choose_asks_the_driver_only_with_gpus_and_cuda_kernels_and_warns_once(r
     def must_not_be_called():
         raise AssertionError("asked although the answer cannot change the choice")
 
-    assert _backward.choose_backward(CUDA_13, must_not_be_called, lambda: [], environ={}).kernel == "native"
-    assert _backward.choose_backward(NO_NVCC, must_not_be_called, lambda: GPUS, environ={}).kernel == "stock"
+    assert backward_choice.choose_backward(CUDA_13, must_not_be_called, lambda: [], environ={}).kernel == "native"
+    assert backward_choice.choose_backward(NO_NVCC, must_not_be_called, lambda: GPUS, environ={}).kernel == "stock"
     stock = {"GRAD_REVERSE_BACKWARD": "stock"}
-    assert _backward.choose_backward(CUDA_13, must_not_be_called, must_not_be_called, environ=stock).kernel == "stock"
+    assert (
+        backward_choice.choose_backward(CUDA_13, must_not_be_called, must_not_be_called, environ=stock).kernel
+        == "stock"
+    )
     assert [str(w.message) for w in recwarn] == [decide(None, NO_NVCC, GPUS, None).warning]
     recwarn.clear()
     asked = []
-    backward = _backward.choose_backward(
+    backward = backward_choice.choose_backward(
         CUDA_13,
         lambda: asked.append(1) or 12040,
         lambda: GPUS,
@@ -233,36 +237,40 @@ def test_choose_asks_the_driver_only_with_gpus_and_cuda_kernels_and_warns_once(r
     assert asked == [1, GPUS[0]] and backward.kernel == "stock"
     assert len(recwarn) == 1 and recwarn[0].category is RuntimeWarning
     recwarn.clear()
-    pascal = _backward.choose_backward(
+    pascal = backward_choice.choose_backward(
         CUDA_13, lambda: 13000, lambda: GPUS, environ={}, compute_capability={GPUS[0]: (6, 1)}.get
     )
     assert pascal == decide(None, CUDA_13, GPUS, 13000, {GPUS[0]: (6, 1)}) and pascal.kernel == "stock"
     assert [str(w.message) for w in recwarn] == [pascal.warning]
     assert (
-        _backward.choose_backward(
+        backward_choice.choose_backward(
             CUDA_13, lambda: 13000, lambda: GPUS, environ={}, compute_capability={GPUS[0]: (8, 6)}.get
         ).kernel
         == "native"
     )
     with pytest.raises(ValueError, match="accepted values"):
-        _backward.choose_backward(
+        backward_choice.choose_backward(
             CUDA_13, must_not_be_called, must_not_be_called, environ={"GRAD_REVERSE_BACKWARD": "x"}
         )
 
 
 def test_cuda_version_helpers():
-    assert _gpu_support.format_cuda_version(12040) == "12.4"
-    assert _gpu_support.format_cuda_version(13000) == "13.0"
-    assert _gpu_support.format_cuda_version(-1) == "unknown"
-    assert _gpu_support.major_version("13.0.88") == 13 and _gpu_support.major_version("") is None
+    assert gpu_facts.format_cuda_version(12040) == "12.4"
+    assert gpu_facts.format_cuda_version(13000) == "13.0"
+    assert gpu_facts.format_cuda_version(-1) == "unknown"
+    assert gpu_facts.major_version("13.0.88") == 13 and gpu_facts.major_version("") is None
 
 
 def test_this_process_uses_what_decide_says_for_it():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the import warned already, if there was cause
-        assert ops.BACKWARD == _backward.choose_backward(grad_reverse.BUILD_INFO, _library_calls.cuda_driver_version)
+        assert ops.BACKWARD == backward_choice.choose_backward(
+            grad_reverse.BUILD_INFO, lambda: calls.cuda_driver_version(ops.LIBRARY.cdll)
+        )
     expected = (
-        grad_reverse.ops._library.grad_reverse_grad if ops.BACKWARD.kernel == "native" else _backward.stock_reverse
+        grad_reverse.ops.LIBRARY.module.grad_reverse_grad
+        if ops.BACKWARD.kernel == "native"
+        else backward_choice.stock_reverse
     )
     assert ops._reverse_dense is expected
 
@@ -271,10 +279,10 @@ def test_the_driver_query_answers_in_every_build():
     # Never a crash. Built without CUDA: -1. Where TensorFlow sees no GPU the
     # runtime finds no driver (0) or fails to ask it (-1; what a machine with
     # CUDA libraries but no GPU gives); where it sees one, the driver answers.
-    version = _library_calls.cuda_driver_version()
+    version = calls.cuda_driver_version(ops.LIBRARY.cdll)
     if not grad_reverse.BUILD_INFO.get("cuda"):
         assert version == -1
-    elif not _gpu_support.visible_gpus():
+    elif not gpu_facts.visible_gpus():
         assert version in (0, -1)
     else:
         assert version >= 10000, version
@@ -326,7 +334,7 @@ def test_the_import_warning_points_at_the_users_import(tmp_path):
     # A fresh process where TensorFlow seems to see a GPU whose driver and
     # capability cannot be read: auto warns at import, and the warning names
     # the file holding `import grad_reverse`, not a module of the package.
-    # The driver is asked first (_gpu_support.cuda_driver_has_devices): a
+    # The driver is asked first (gpu_facts.cuda_driver_has_devices): a
     # stand-in for libcuda says it has one device.
     script = tmp_path / "user_script.py"
     script.write_text(

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from grad_reverse import _backward, ops
+from grad_reverse import ops
+from grad_reverse._native import backward_choice
 from helpers.tensors import LAMBDAS, assert_bitwise_equal
 
 PROBE = Path(__file__).with_name("backward_probe.py")
@@ -112,7 +113,7 @@ def native_and_stock(dy: tf.Tensor, lambda_: tf.Tensor):
     # a constant -1 in a graph, Grappler rewrites the stock `dy * 1` to an
     # identity, which passes subnormals that TensorFlow's CPU kernels,
     # the native one included, flush to zero.
-    return ops._library.grad_reverse_grad(dy, lambda_), _backward.stock_reverse(dy, lambda_)
+    return ops.LIBRARY.module.grad_reverse_grad(dy, lambda_), backward_choice.stock_reverse(dy, lambda_)
 
 
 def all_bit_patterns(dtype) -> tf.Tensor:

@@ -155,7 +155,7 @@ def test_switching_the_op_library_path_while_tensorflow_runs_the_kernel():
         try:
             dy = tf.constant(x)
             for _ in range(20):
-                got = grad_reverse.ops._library.grad_reverse_grad(dy, 0.75).numpy()
+                got = grad_reverse.ops.LIBRARY.module.grad_reverse_grad(dy, 0.75).numpy()
                 if got.tobytes() != want.tobytes():
                     failures.append("differs")
         except BaseException as error:  # noqa: BLE001 (reported below)

@@ -18,7 +18,8 @@ import pytest
 import tensorflow as tf
 
 import grad_reverse
-from grad_reverse import _backward, _gpu_support, _library_calls
+from grad_reverse import ops
+from grad_reverse._native import backward_choice, calls, gpu_facts
 from helpers.tensors import LAMBDAS, assert_bitwise_equal, data_pointer, random_tensor
 from helpers.tensors import native_forward_backward as forward_backward
 
@@ -56,7 +57,7 @@ def assert_on(device: str, t: tf.Tensor) -> None:
 
 
 def grad_reverse_grad(dy, lambda_):
-    return grad_reverse.ops._library.grad_reverse_grad(dy, lambda_)
+    return grad_reverse.ops.LIBRARY.module.grad_reverse_grad(dy, lambda_)
 
 
 def test_auto_uses_the_cuda_kernel_where_it_can_run_and_stock_ops_otherwise():
@@ -66,13 +67,13 @@ def test_auto_uses_the_cuda_kernel_where_it_can_run_and_stock_ops_otherwise():
     if not build.get("cuda"):
         assert backward.kernel == "stock" and "has no CUDA kernels" in backward.warning, backward
         return
-    driver = _library_calls.cuda_driver_version()
+    driver = calls.cuda_driver_version(ops.LIBRARY.cdll)
     assert driver > 0, "TensorFlow sees a GPU, so the driver must answer"
     architectures = build["cuda_architectures"].split(";")
-    capabilities = [_gpu_support.compute_capability(gpu) for gpu in _gpu_support.visible_gpus()]
+    capabilities = [gpu_facts.compute_capability(gpu) for gpu in gpu_facts.visible_gpus()]
     assert None not in capabilities, "TensorFlow reports each GPU's compute capability"
-    can_run = driver // 1000 >= _gpu_support.major_version(build["cuda_toolkit_version"]) and all(
-        _gpu_support.runs_on(architectures, capability) for capability in capabilities
+    can_run = driver // 1000 >= gpu_facts.major_version(build["cuda_toolkit_version"]) and all(
+        gpu_facts.runs_on(architectures, capability) for capability in capabilities
     )
     assert backward.kernel == ("native" if can_run else "stock"), (driver, backward)
 
@@ -84,7 +85,7 @@ def test_stock_backward_on_the_gpu_is_bitwise_equal_to_the_cpu_kernel(dtype):
     dy_gpu, dy_cpu = on(GPU, dy_host), on(CPU, dy_host)
     for lambda_ in LAMBDAS:
         with tf.device(GPU):
-            dx_gpu = _backward.stock_reverse(dy_gpu, tf.constant(lambda_))
+            dx_gpu = backward_choice.stock_reverse(dy_gpu, tf.constant(lambda_))
         with tf.device(CPU):
             dx_cpu = grad_reverse_grad(dy_cpu, lambda_)
         assert_on(GPU, dx_gpu)

@@ -14,11 +14,12 @@ import pytest
 import tensorflow as tf
 
 import grad_reverse
-from grad_reverse import _library_choice, _loader, _xla
+from grad_reverse._native import choice as library_choice
+from grad_reverse._native import loader, settings, xla_fallback
 
 
 def write_build_info(directory: Path, version: str) -> None:
-    (directory / _library_choice.BUILD_INFO_NAME).write_text(
+    (directory / library_choice.BUILD_INFO_NAME).write_text(
         json.dumps({"tensorflow_version": version, "cuda": False, "xla": False})
     )
 
@@ -28,7 +29,7 @@ def copy_package(tmp_path: Path) -> tuple[Path, Path]:
     package = Path(grad_reverse.__file__).parent
     copy = tmp_path / "grad_reverse"
     shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    return copy, copy / _library_choice.chosen().directory.relative_to(package)
+    return copy, copy / library_choice.chosen().directory.relative_to(package)
 
 
 def import_in_subprocess(tmp_path: Path, code: str = "import grad_reverse") -> subprocess.CompletedProcess:
@@ -53,37 +54,37 @@ def hold_libraries(root: Path, *releases: str) -> Path:
     for release in releases:
         folder = root / f"tf{release}"
         folder.mkdir(parents=True)
-        (folder / _library_choice.LIBRARY_NAME).write_bytes(b"")
+        (folder / library_choice.LIBRARY_NAME).write_bytes(b"")
     return root
 
 
 def test_missing_library_names_the_path_and_the_build_command(tmp_path):
     with pytest.raises(ImportError) as error:
-        _loader.load_library(tmp_path)
+        loader.load_library(tmp_path)
     message = str(error.value)
-    assert str(tmp_path / _library_choice.LIBRARY_NAME) in message
+    assert str(tmp_path / library_choice.LIBRARY_NAME) in message
     assert "pip install ." in message
 
 
 def test_version_mismatch_names_both_versions_before_loading(tmp_path):
     # Not a shared library at all: loading it would fail differently, so the
     # ImportError proves the version was checked first.
-    (tmp_path / _library_choice.LIBRARY_NAME).write_bytes(b"not an ELF file")
+    (tmp_path / library_choice.LIBRARY_NAME).write_bytes(b"not an ELF file")
     write_build_info(tmp_path, "2.0.0")
     with pytest.raises(ImportError) as error:
-        _loader.load_library(tmp_path)
+        loader.load_library(tmp_path)
     message = str(error.value)
     assert "TensorFlow 2.0.0" in message and f"TensorFlow {tf.__version__}" in message
 
 
 def test_missing_build_record_is_an_import_error(tmp_path):
-    (tmp_path / _library_choice.LIBRARY_NAME).write_bytes(b"")
+    (tmp_path / library_choice.LIBRARY_NAME).write_bytes(b"")
     with pytest.raises(ImportError, match="build record"):
-        _loader.load_library(tmp_path)
+        loader.load_library(tmp_path)
 
 
 def test_import_of_a_package_built_for_another_tensorflow_fails_cleanly(tmp_path):
-    if _library_choice.chosen().kind == _library_choice.STABLE:
+    if library_choice.chosen().kind == settings.STABLE:
         pytest.skip("the stable-ABI library this process loads is not bound to one TensorFlow release")
     _, libraries = copy_package(tmp_path)
     write_build_info(libraries, "1.15.0")
@@ -95,16 +96,16 @@ def test_import_of_a_package_built_for_another_tensorflow_fails_cleanly(tmp_path
 def test_a_patch_release_loads_its_minor_releases_library(tmp_path):
     """A library built for X.Y.0 is loaded by X.Y.1: the check compares minor
     releases. (Not an ELF file, so the load itself fails after the check.)"""
-    (tmp_path / _library_choice.LIBRARY_NAME).write_bytes(b"not an ELF file")
-    write_build_info(tmp_path, f"{_library_choice.series(tf.__version__)}.99")
+    (tmp_path / library_choice.LIBRARY_NAME).write_bytes(b"not an ELF file")
+    write_build_info(tmp_path, f"{library_choice.series(tf.__version__)}.99")
     with pytest.raises(ImportError, match="cannot be loaded"):
-        _loader.load_library(tmp_path)
+        loader.load_library(tmp_path)
 
 
 @pytest.mark.parametrize("damage", ["truncated", "garbage"])
 def test_a_damaged_library_is_an_import_error_naming_the_file(tmp_path, damage):
     _, libraries = copy_package(tmp_path)
-    library = libraries / _library_choice.LIBRARY_NAME
+    library = libraries / library_choice.LIBRARY_NAME
     data = library.read_bytes()
     library.write_bytes(data[: len(data) // 3] if damage == "truncated" else bytes(range(256)) * 64)
     result = import_in_subprocess(tmp_path)
@@ -114,8 +115,8 @@ def test_a_damaged_library_is_an_import_error_naming_the_file(tmp_path, damage):
 
 def test_the_library_of_the_running_minor_release_is_chosen(tmp_path):
     libraries = hold_libraries(tmp_path, "2.15", "2.18", "2.21")
-    assert _library_choice.library_dir(libraries, running="2.18.1") == libraries / "tf2.18"
-    assert _library_choice.releases_held(libraries) == ["2.15", "2.18", "2.21"]
+    assert library_choice.library_dir(libraries, running="2.18.1") == libraries / "tf2.18"
+    assert library_choice.releases_held(libraries) == ["2.15", "2.18", "2.21"]
 
 
 @pytest.mark.parametrize(
@@ -129,7 +130,7 @@ def test_the_library_of_the_running_minor_release_is_chosen(tmp_path):
 def test_a_tensorflow_without_a_library_names_it_and_the_releases_held(tmp_path, running, advice):
     libraries = hold_libraries(tmp_path, "2.15", "2.16", "2.21")
     with pytest.raises(ImportError) as error:
-        _library_choice.library_dir(libraries, running=running)
+        library_choice.library_dir(libraries, running=running)
     message = str(error.value)
     assert f"runs TensorFlow {running}" in message
     assert "holds op libraries for TensorFlow 2.15, 2.16, 2.21 only" in message
@@ -138,7 +139,7 @@ def test_a_tensorflow_without_a_library_names_it_and_the_releases_held(tmp_path,
 
 def test_no_library_at_all_says_how_to_build_one(tmp_path):
     with pytest.raises(ImportError, match="no native op library was found.*pip install ."):
-        _library_choice.library_dir(tmp_path / "_libs", running=tf.__version__)
+        library_choice.library_dir(tmp_path / "_libs", running=tf.__version__)
 
 
 def test_the_loaders_range_is_the_builds_range():
@@ -148,7 +149,7 @@ def test_the_loaders_range_is_the_builds_range():
     spec = importlib.util.spec_from_file_location("tensorflow_requirement", path)
     requirement = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(requirement)
-    assert _library_choice.SUPPORTED == (requirement.OLDEST_SUPPORTED, requirement.NEWEST_SUPPORTED)
+    assert library_choice.SUPPORTED == (requirement.OLDEST_SUPPORTED, requirement.NEWEST_SUPPORTED)
 
 
 def test_without_tensorflow_the_import_says_which_to_install(tmp_path):
@@ -163,13 +164,13 @@ def test_without_tensorflow_the_import_says_which_to_install(tmp_path):
 
 def test_library_is_loaded_once_and_its_record_matches():
     built = grad_reverse.BUILD_INFO["tensorflow_version"]
-    if grad_reverse.BUILD_INFO.get("abi") == _library_choice.STABLE:
+    if grad_reverse.BUILD_INFO.get("abi") == settings.STABLE:
         # Built against the C headers of a release no newer than this one.
         assert (
-            _library_choice.SUPPORTED[0] <= _library_choice._release(built) <= _library_choice._release(tf.__version__)
+            library_choice.SUPPORTED[0] <= library_choice.release_of(built) <= library_choice.release_of(tf.__version__)
         )
     else:
-        assert _library_choice.series(built) == _library_choice.series(tf.__version__)
+        assert library_choice.series(built) == library_choice.series(tf.__version__)
     # The ops are registered with TensorFlow, with the signature the package relies on.
     from tensorflow.python.framework import op_def_registry  # private: the op registry
 
@@ -178,11 +179,16 @@ def test_library_is_loaded_once_and_its_record_matches():
         assert op_def is not None, f"{op_type} is not registered"
         assert [a.name for a in op_def.input_arg][1] == "lambda"
         assert [a.name for a in op_def.output_arg] == [output]
-        assert "CPU" in _xla.kernel_devices(op_type)
+        assert "CPU" in xla_fallback.kernel_devices(op_type)
     # Re-importing does not reload (Python caches the module).
     import importlib
 
-    assert importlib.import_module("grad_reverse.ops")._library is grad_reverse.ops._library
+    assert importlib.import_module("grad_reverse.ops").LIBRARY is grad_reverse.ops.LIBRARY
+    # One handle: the process's library is loaded once, and ops holds it.
+    from grad_reverse._native import loader
+
+    assert loader.loaded() is grad_reverse.ops.LIBRARY
+    assert loader.loaded().path == Path(grad_reverse.BUILD_INFO["library"]["path"])
 
 
 def test_cuda_kernel_is_compiled_in_when_a_cuda_compiler_was_available():
@@ -199,14 +205,14 @@ def test_cuda_kernel_is_compiled_in_when_a_cuda_compiler_was_available():
     if expected != "1" and not (shutil.which("nvcc") or os.path.exists("/usr/local/cuda/bin/nvcc")):
         pytest.skip("no CUDA compiler on this machine: the CPU-only build is expected")
     from grad_reverse import _kernels
-    from grad_reverse._xla import kernel_devices
+    from grad_reverse._native.xla_fallback import kernel_devices
 
     assert _kernels.cuda_compiled_in()
-    if grad_reverse.BUILD_INFO.get("abi") == _library_choice.STABLE:
+    if grad_reverse.BUILD_INFO.get("abi") == settings.STABLE:
         # The stable-ABI library has no CUDA kernel by design (only a GPU
         # forward); the installation's C++ libraries must carry it.
         records = [
-            _loader.read_build_info(_library_choice.LIBRARIES_DIR / f"tf{r}") for r in _library_choice.releases_held()
+            loader.read_build_info(library_choice.LIBRARIES_DIR / f"tf{r}") for r in library_choice.releases_held()
         ]
         assert records and all(record["cuda"] for record in records), records
         assert "GPU" in kernel_devices("GradReverse") and "GPU" not in kernel_devices("GradReverseGrad")
@@ -225,12 +231,12 @@ def test_xla_kernels_are_compiled_in_or_the_build_record_says_why_not():
 def test_a_stable_library_built_against_a_newer_release_is_refused_before_loading(tmp_path):
     # A source build's stable library (against the running release) moved to
     # an older TensorFlow; not an ELF file, so only the check can give this message.
-    (tmp_path / _library_choice.LIBRARY_NAME).write_bytes(b"not an ELF file")
-    (tmp_path / _library_choice.BUILD_INFO_NAME).write_text(
+    (tmp_path / library_choice.LIBRARY_NAME).write_bytes(b"not an ELF file")
+    (tmp_path / library_choice.BUILD_INFO_NAME).write_text(
         json.dumps({"abi": "stable", "tensorflow_version": "2.99.0", "oldest_tensorflow": "2.99", "xla": False})
     )
     with pytest.raises(ImportError) as error:
-        _loader.load_library(tmp_path)
+        loader.load_library(tmp_path)
     message = str(error.value)
     assert "built against TensorFlow 2.99.0" in message and f"runs TensorFlow {tf.__version__}" in message
     assert "install TensorFlow 2.99 or newer" in message
@@ -264,8 +270,8 @@ def test_a_cpp_library_needing_a_missing_cpp_symbol_falls_back_to_the_stable_lib
     imports a C++ symbol no TensorFlow defines, as a library linked against
     another build of this release would: `auto` loads the stable library and
     warns naming the symbol, and the op runs; `release` is an ImportError."""
-    held = _library_choice.LIBRARIES_DIR / f"tf{_library_choice.series(tf.__version__)}"
-    if not (held.is_dir() and _library_choice.has_stable()):
+    held = library_choice.LIBRARIES_DIR / f"tf{library_choice.series(tf.__version__)}"
+    if not (held.is_dir() and library_choice.has_stable()):
         pytest.skip("needs this TensorFlow's C++ library and the stable-ABI library")
     compiler = shutil.which("c++") or shutil.which("g++")
     if compiler is None:
@@ -277,7 +283,7 @@ def test_a_cpp_library_needing_a_missing_cpp_symbol_falls_back_to_the_stable_lib
         "namespace tensorflow { void GradReverseProbeMovedSymbol(); }\n"
         "static int touched = (tensorflow::GradReverseProbeMovedSymbol(), 0);\n"
     )
-    library = copy / "_libs" / held.name / _library_choice.LIBRARY_NAME
+    library = copy / "_libs" / held.name / library_choice.LIBRARY_NAME
     subprocess.run([compiler, "-shared", "-fPIC", "-o", str(library), str(source)], check=True, capture_output=True)
     code = (
         "import grad_reverse, tensorflow as tf\n"

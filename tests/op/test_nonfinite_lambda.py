@@ -8,7 +8,7 @@ it (eager, tf.function); XLA has no run-time errors (its Assert and, on CPU,
 its CheckNumerics compile to nothing), so there the gradient is -lambda * dy
 in IEEE arithmetic: NaN for a NaN lambda, +-inf (NaN where dy is 0) for an
 infinite one. The layer and the schedule refuse non-finite values given to
-them (tests/adaptation/test_schedule.py), so only a variable the user assigns
+them (tests/op/test_schedule.py), so only a variable the user assigns
 themselves, or a tensor passed into an XLA function, reaches that cell.
 """
 

@@ -88,7 +88,7 @@ def test_numeric_gradient_check(lambda_):
     np.testing.assert_allclose(theoretical[0], -lambda_ * numerical[0], atol=1e-6)
     # GradReverseGrad is linear: its registered gradient is its true Jacobian.
     theoretical, numerical = tf.test.compute_gradient(
-        lambda t: grad_reverse.ops._library.grad_reverse_grad(t, lambda_), [x]
+        lambda t: grad_reverse.ops.LIBRARY.module.grad_reverse_grad(t, lambda_), [x]
     )
     np.testing.assert_allclose(theoretical[0], numerical[0], atol=1e-6)
     np.testing.assert_allclose(numerical[0], -lambda_ * np.eye(12), atol=1e-6)
@@ -121,7 +121,7 @@ def test_gradient_of_grad_reverse_grad_is_itself():
     dy = tf.constant([1.0, -2.0])
     with tf.GradientTape() as tape:
         tape.watch(dy)
-        dx = grad_reverse.ops._library.grad_reverse_grad(dy, 2.0)
+        dx = grad_reverse.ops.LIBRARY.module.grad_reverse_grad(dy, 2.0)
     assert_bitwise_equal(dx, [-2.0, 4.0])
     assert_bitwise_equal(tape.gradient(dx, dy, output_gradients=tf.constant([1.0, 1.0])), [-2.0, -2.0])
 
@@ -278,7 +278,7 @@ def test_non_finite_variable_lambda_is_invalid_argument_at_run_time(lambda_):
         step(tf.ones([2]))
     # the backward kernel checks too
     with pytest.raises(tf.errors.InvalidArgumentError, match="lambda_ must be finite"):
-        grad_reverse.ops._library.grad_reverse_grad(tf.ones([2]), tf.constant(lambda_))
+        grad_reverse.ops.LIBRARY.module.grad_reverse_grad(tf.ones([2]), tf.constant(lambda_))
 
 
 @pytest.mark.parametrize("shape", [[1], [2], [1, 1]])
@@ -336,10 +336,10 @@ def test_every_16_bit_value_matches_the_reference_on_every_cpu_path(op_cpu_path,
     """Under TensorFlow's own floating-point settings (its threads flush
     subnormals), eager and in a graph, every path rounds like the reference."""
     dy = tf.bitcast(tf.constant(np.arange(1 << 16, dtype=np.uint16)), dtype)
-    graph_backward = tf.function(grad_reverse.ops._library.grad_reverse_grad)
+    graph_backward = tf.function(grad_reverse.ops.LIBRARY.module.grad_reverse_grad)
     for lambda_ in LAMBDAS + [2.0**-100, 3e38]:
         want = reference.reverse_gradient(dy, tf.constant(lambda_))
-        assert_matches_with_any_nan(grad_reverse.ops._library.grad_reverse_grad(dy, lambda_), want)
+        assert_matches_with_any_nan(grad_reverse.ops.LIBRARY.module.grad_reverse_grad(dy, lambda_), want)
         assert_matches_with_any_nan(graph_backward(dy, tf.constant(lambda_)), want)
 
 
@@ -353,13 +353,15 @@ def test_every_dtype_and_odd_length_matches_the_reference_on_every_cpu_path(op_c
     try:
         for stores in ("on", "off"):
             options.set_streaming_stores(stores)
-            assert_bitwise_equal(grad_reverse.ops._library.grad_reverse_grad(dy, 0.3), want)
+            assert_bitwise_equal(grad_reverse.ops.LIBRARY.module.grad_reverse_grad(dy, 0.3), want)
     finally:
         options.set_streaming_stores("auto")
 
 
 def test_invalid_cpu_path_variable_fails_the_kernel_with_a_clear_error():
-    code = "import grad_reverse, tensorflow as tf\ngrad_reverse.ops._library.grad_reverse_grad(tf.ones([2]), 1.0)\n"
+    code = (
+        "import grad_reverse, tensorflow as tf\ngrad_reverse.ops.LIBRARY.module.grad_reverse_grad(tf.ones([2]), 1.0)\n"
+    )
     env = dict(os.environ, GRAD_REVERSE_CPU_PATH="avx9000", TF_CPP_MIN_LOG_LEVEL="3")
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode != 0

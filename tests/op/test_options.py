@@ -10,7 +10,8 @@ import pytest
 import tensorflow as tf
 
 import grad_reverse
-from grad_reverse import _xla, ops, options
+from grad_reverse import ops, options
+from grad_reverse._native import xla_fallback
 
 
 @pytest.fixture
@@ -73,10 +74,10 @@ def test_the_gradient_is_the_same_whichever_backward(restore_options):
 def test_set_cpu_path_forces_the_op_librarys_path(restore_options):
     x = tf.constant(np.linspace(-3, 3, 1000), tf.float16)
     fastest = options.cpu_path()
-    expected = ops._library.grad_reverse_grad(x, tf.constant(0.3)).numpy()
+    expected = ops.LIBRARY.module.grad_reverse_grad(x, tf.constant(0.3)).numpy()
     options.set_cpu_path("portable")
     assert options.cpu_path() == "portable"
-    np.testing.assert_array_equal(ops._library.grad_reverse_grad(x, tf.constant(0.3)).numpy(), expected)
+    np.testing.assert_array_equal(ops.LIBRARY.module.grad_reverse_grad(x, tf.constant(0.3)).numpy(), expected)
     options.set_cpu_path("auto")
     assert options.cpu_path() == fastest
 
@@ -100,7 +101,7 @@ def test_set_xla_fallback_always_traces_the_pure_python_version(restore_options)
     options.set_xla_fallback("always")
     assert "GradReverse" not in xla_op_types()
     options.set_xla_fallback("auto")
-    assert ("GradReverse" in xla_op_types()) == (not _xla.missing_xla_devices(ops.BUILD_INFO))
+    assert ("GradReverse" in xla_op_types()) == (not xla_fallback.missing_xla_devices(ops.BUILD_INFO))
 
 
 def test_set_xla_fallback_refuses_an_unknown_mode(restore_options):

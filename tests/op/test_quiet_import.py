@@ -3,7 +3,7 @@
 The import decides the backward from the GPUs it finds; asking TensorFlow
 for them initialises CUDA in a GPU build, which logs "failed call to cuInit"
 on a machine without a driver or device. So the driver is asked first
-(`_gpu_support.cuda_driver_has_devices`), and TensorFlow only when there is
+(`gpu_facts.cuda_driver_has_devices`), and TensorFlow only when there is
 a device. Checked both ways: the stderr of real imports in fresh processes
 (whichever TensorFlow wheel is installed), and the probe's decisions with a
 fake driver library (which any machine can run).
@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from grad_reverse import _gpu_support
+from grad_reverse._native import gpu_facts
 
 # The record prefix, whose time and thread differ between runs: absl's
 # ("E0000 00:00:1796139968.060622   12400 ", TensorFlow 2.16+) or TensorFlow
@@ -59,7 +59,7 @@ def test_no_driver_library_means_no_devices():
     def load(name):
         raise OSError(f"{name}: cannot open shared object file")
 
-    assert _gpu_support.cuda_driver_has_devices(load) is False
+    assert gpu_facts.cuda_driver_has_devices(load) is False
 
 
 @pytest.mark.parametrize(
@@ -73,7 +73,7 @@ def test_no_driver_library_means_no_devices():
 )
 def test_driver_probe_follows_cuinit_and_the_device_count(init_status, devices, expected):
     driver = FakeDriver(init_status, devices)
-    assert _gpu_support.cuda_driver_has_devices(lambda name: driver) is expected
+    assert gpu_facts.cuda_driver_has_devices(lambda name: driver) is expected
     assert driver.calls == (["cuInit"] if init_status else ["cuInit", "cuDeviceGetCount"])
 
 
@@ -83,5 +83,5 @@ def test_tensorflow_is_not_asked_for_gpus_when_the_driver_has_none(monkeypatch):
     asked = []
     monkeypatch.setattr(tf.test, "is_built_with_cuda", lambda: True)
     monkeypatch.setattr(tf.config, "list_physical_devices", lambda kind=None: asked.append(kind) or [])
-    assert _gpu_support.visible_gpus(driver_has_devices=lambda: False) == [] and asked == []
-    assert _gpu_support.visible_gpus(driver_has_devices=lambda: True) == [] and asked == ["GPU"]
+    assert gpu_facts.visible_gpus(driver_has_devices=lambda: False) == [] and asked == []
+    assert gpu_facts.visible_gpus(driver_has_devices=lambda: True) == [] and asked == ["GPU"]

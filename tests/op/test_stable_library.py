@@ -22,15 +22,17 @@ import pytest
 import tensorflow as tf
 
 import grad_reverse
-from grad_reverse import _library_choice, _loader
+from grad_reverse._native import choice as library_choice
+from grad_reverse._native import loader, settings
+from grad_reverse._tools import library_path
+
+import elf_symbols  # build_tools/ is on the path (pyproject's pytest `pythonpath`)
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "build_tools"))
-import elf_symbols  # noqa: E402
 
 PACKAGE = Path(grad_reverse.__file__).resolve().parent
-STABLE = PACKAGE / "_libs" / _library_choice.STABLE_DIR_NAME / _library_choice.LIBRARY_NAME
-RELEASE = PACKAGE / "_libs" / f"tf{_library_choice.series(tf.__version__)}" / _library_choice.LIBRARY_NAME
+STABLE = PACKAGE / "_libs" / library_choice.STABLE_DIR_NAME / library_choice.LIBRARY_NAME
+RELEASE = PACKAGE / "_libs" / f"tf{library_choice.series(tf.__version__)}" / library_choice.LIBRARY_NAME
 FRAMEWORK = Path(tf.sysconfig.get_lib()) / "libtensorflow_framework.so.2"
 
 needs_stable = pytest.mark.skipif(not STABLE.is_file(), reason="this installation has no stable-ABI library")
@@ -90,7 +92,7 @@ OP_DEFS = """
     g = tf.Graph()
     with g.as_default():
         try:
-            grad_reverse.ops._library.grad_reverse(tf.zeros([2]), tf.zeros([3]))
+            grad_reverse.ops.LIBRARY.module.grad_reverse(tf.zeros([2]), tf.zeros([3]))
             print("accepted")
         except ValueError as error:
             print("refused" if "rank 0" in str(error) or "must be rank 0" in str(error) else str(error))
@@ -101,14 +103,14 @@ OP_DEFS = """
 @needs_both
 def test_both_libraries_register_the_same_op_definitions_and_shape_function(tmp_path):
     outputs = {}
-    for library in (_library_choice.RELEASE, _library_choice.STABLE):
+    for library in (settings.RELEASE, settings.STABLE):
         result = run_python(OP_DEFS, library, tmp_path)
         assert result.returncode == 0, result.stderr[-3000:]
         lines = result.stdout.split()
         assert lines[-1] == library
         outputs[library] = lines[:-1]
-    assert outputs[_library_choice.RELEASE] == outputs[_library_choice.STABLE]
-    assert outputs[_library_choice.STABLE][-2:] == ["<unknown>", "refused"]
+    assert outputs[settings.RELEASE] == outputs[settings.STABLE]
+    assert outputs[settings.STABLE][-2:] == ["<unknown>", "refused"]
 
 
 EXPORT = """
@@ -140,7 +142,7 @@ LOAD = """
 @needs_both
 @pytest.mark.parametrize(
     "made_with, loaded_with",
-    [(_library_choice.RELEASE, _library_choice.STABLE), (_library_choice.STABLE, _library_choice.RELEASE)],
+    [(settings.RELEASE, settings.STABLE), (settings.STABLE, settings.RELEASE)],
 )
 def test_a_savedmodel_made_with_one_library_runs_with_the_other(tmp_path, made_with, loaded_with):
     exported = run_python(EXPORT, made_with, tmp_path)
@@ -165,7 +167,7 @@ def test_the_stable_library_shards_a_large_backward_bitwise_as_the_reference(tmp
         unsigned = {2: np.uint16, 4: np.uint32, 8: np.uint64}
         for dtype in (tf.float16, tf.bfloat16, tf.float32, tf.float64):
             dy = tf.cast(tf.constant(rng.standard_normal(6_000_017).astype(np.float32)), dtype)
-            dx = grad_reverse.ops._library.grad_reverse_grad(dy, 0.7)
+            dx = grad_reverse.ops.LIBRARY.module.grad_reverse_grad(dy, 0.7)
             x = tf.zeros_like(dy)
             with tf.GradientTape() as tape:
                 tape.watch(x)
@@ -174,7 +176,7 @@ def test_the_stable_library_shards_a_large_backward_bitwise_as_the_reference(tmp
             bits = lambda t: t.numpy().view(unsigned[dtype.size])
             print(dtype.name, np.array_equal(bits(dx), bits(expected)))
     """
-    result = run_python(code, _library_choice.STABLE, tmp_path)
+    result = run_python(code, settings.STABLE, tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     lines = result.stdout.split("\n")
     assert lines[0] == "3"
@@ -195,7 +197,7 @@ def test_the_stable_librarys_backward_writes_in_place_in_a_graph(tmp_path):
             print(dtype.name, backward_allocations("native", 4096, dtype),
                   backward_allocations("reference", 4096, dtype) > 0)
     """
-    result = run_python(code, _library_choice.STABLE, tmp_path)
+    result = run_python(code, settings.STABLE, tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     rows = [line.split() for line in result.stdout.split("\n")[:4]]
     assert [(name, native) for name, native, _ in rows] == [
@@ -213,20 +215,20 @@ def test_the_stable_librarys_backward_writes_in_place_in_a_graph(tmp_path):
 def fake_libraries(root: Path, *folders: str) -> Path:
     for folder in folders:
         (root / folder).mkdir(parents=True)
-        (root / folder / _library_choice.LIBRARY_NAME).write_bytes(b"")
+        (root / folder / library_choice.LIBRARY_NAME).write_bytes(b"")
     return root
 
 
 def test_auto_takes_the_running_releases_own_library_where_there_is_one(tmp_path):
     libraries = fake_libraries(tmp_path, "tf2.15", "tf2.21", "stable")
-    choice = _library_choice.choose_library(libraries, running="2.21.3", mode="auto")
-    assert (choice.directory, choice.kind, choice.warning) == (libraries / "tf2.21", _library_choice.RELEASE, None)
+    choice = library_choice.choose_library(libraries, running="2.21.3", mode="auto")
+    assert (choice.directory, choice.kind, choice.warning) == (libraries / "tf2.21", settings.RELEASE, None)
 
 
 def test_auto_takes_the_stable_library_for_a_newer_tensorflow_and_says_what_it_costs(tmp_path):
     libraries = fake_libraries(tmp_path, "tf2.15", "tf2.21", "stable")
-    choice = _library_choice.choose_library(libraries, running="2.23.0.dev20261026", mode="auto")
-    assert (choice.directory, choice.kind) == (libraries / "stable", _library_choice.STABLE)
+    choice = library_choice.choose_library(libraries, running="2.23.0.dev20261026", mode="auto")
+    assert (choice.directory, choice.kind) == (libraries / "stable", settings.STABLE)
     assert "TensorFlow 2.23.0.dev20261026 is newer than the releases" in choice.warning
     assert "no XLA kernels" in choice.warning and "no CUDA backward kernel" in choice.warning
     assert "GRAD_REVERSE_LIBRARY=stable" in choice.warning
@@ -234,44 +236,44 @@ def test_auto_takes_the_stable_library_for_a_newer_tensorflow_and_says_what_it_c
 
 def test_auto_takes_the_stable_library_for_a_supported_release_without_its_own(tmp_path):
     libraries = fake_libraries(tmp_path, "tf2.21", "stable")
-    choice = _library_choice.choose_library(libraries, running="2.18.1", mode="auto")
-    assert choice.kind == _library_choice.STABLE
+    choice = library_choice.choose_library(libraries, running="2.18.1", mode="auto")
+    assert choice.kind == settings.STABLE
     assert "no C++ library for TensorFlow 2.18 (it holds C++ libraries for TensorFlow 2.21)" in choice.warning
 
 
 def test_forcing_either_kind_takes_it_without_a_warning(tmp_path):
     libraries = fake_libraries(tmp_path, "tf2.21", "stable")
-    assert _library_choice.choose_library(libraries, running="2.21.0", mode="stable").kind == _library_choice.STABLE
-    assert _library_choice.choose_library(libraries, running="2.21.0", mode="stable").warning is None
+    assert library_choice.choose_library(libraries, running="2.21.0", mode="stable").kind == settings.STABLE
+    assert library_choice.choose_library(libraries, running="2.21.0", mode="stable").warning is None
     with pytest.raises(ImportError, match="holds op libraries for TensorFlow 2.21 only"):
-        _library_choice.choose_library(libraries, running="2.23.0", mode="release")
+        library_choice.choose_library(libraries, running="2.23.0", mode="release")
 
 
 def test_without_a_stable_library_a_newer_tensorflow_gets_todays_message(tmp_path):
     libraries = fake_libraries(tmp_path, "tf2.21")
     with pytest.raises(ImportError, match=r"TensorFlow 2.23 is newer than the releases with C\+\+ libraries"):
-        _library_choice.choose_library(libraries, running="2.23.0", mode="auto")
+        library_choice.choose_library(libraries, running="2.23.0", mode="auto")
     with pytest.raises(ImportError, match="GRAD_REVERSE_LIBRARY=stable, but this installation has no stable"):
-        _library_choice.choose_library(libraries, running="2.21.0", mode="stable")
+        library_choice.choose_library(libraries, running="2.21.0", mode="stable")
 
 
 @pytest.mark.parametrize("mode", ["auto", "stable", "release"])
 def test_a_tensorflow_older_than_the_range_is_refused_whatever_the_mode(tmp_path, mode):
     libraries = fake_libraries(tmp_path, "tf2.15", "stable")
     with pytest.raises(ImportError, match="runs TensorFlow 2.14.1; grad-reverse supports TensorFlow 2.15 and newer"):
-        _library_choice.choose_library(libraries, running="2.14.1", mode=mode)
+        library_choice.choose_library(libraries, running="2.14.1", mode=mode)
 
 
 def test_an_unknown_mode_names_the_accepted_ones(tmp_path):
     with pytest.raises(ImportError, match="GRAD_REVERSE_LIBRARY='newest' is not a valid value.*release, stable"):
-        _library_choice.choose_library(tmp_path, running="2.21.0", mode="newest")
+        library_choice.choose_library(tmp_path, running="2.21.0", mode="newest")
 
 
 def test_this_process_loaded_the_library_the_loader_chose():
     info = grad_reverse.BUILD_INFO["library"]
-    assert info["kind"] == _library_choice.chosen().kind
-    assert Path(info["path"]) == _library_choice.library_path()
-    assert (grad_reverse.BUILD_INFO.get("abi") == "stable") == (info["kind"] == _library_choice.STABLE)
+    assert info["kind"] == library_choice.chosen().kind
+    assert Path(info["path"]) == library_path()
+    assert (grad_reverse.BUILD_INFO.get("abi") == "stable") == (info["kind"] == settings.STABLE)
 
 
 @needs_stable
@@ -289,13 +291,13 @@ def test_a_tensorflow_lacking_a_c_function_is_an_import_error_naming_it(tmp_path
         'extern "C" void TF_ThisFunctionDoesNotExist();\nstatic int touched = (TF_ThisFunctionDoesNotExist(), 0);\n'
     )
     subprocess.run(
-        [compiler, "-shared", "-fPIC", "-o", str(folder / _library_choice.LIBRARY_NAME), str(source)],
+        [compiler, "-shared", "-fPIC", "-o", str(folder / library_choice.LIBRARY_NAME), str(source)],
         check=True,
         capture_output=True,
     )
-    (folder / _library_choice.BUILD_INFO_NAME).write_text(json.dumps({"abi": "stable", "xla": False, "cuda": False}))
+    (folder / library_choice.BUILD_INFO_NAME).write_text(json.dumps({"abi": "stable", "xla": False, "cuda": False}))
     with pytest.raises(ImportError) as error:
-        _loader.load_library(folder)
+        loader.load_library(folder)
     message = str(error.value)
     assert "does not export the C API function TF_ThisFunctionDoesNotExist" in message
     assert f"TensorFlow {tf.__version__}" in message
@@ -314,7 +316,7 @@ def test_info_names_the_library_and_why_it_was_chosen(tmp_path):
     )
     assert result.returncode == 0, result.stderr[-3000:]
     lines = {line.split(None, 1)[0]: line.split(None, 1)[1] for line in result.stdout.splitlines() if " " in line}
-    assert lines["library"].endswith(str(Path("_libs") / "stable" / _library_choice.LIBRARY_NAME))
+    assert lines["library"].endswith(str(Path("_libs") / "stable" / library_choice.LIBRARY_NAME))
     assert lines["library_kind"].startswith("stable-ABI")
     assert lines["library_chosen_because"] == "chosen by GRAD_REVERSE_LIBRARY=stable"
     assert lines["xla_kernels_compiled"].startswith("no")
@@ -350,7 +352,7 @@ def test_a_savedmodel_moves_between_two_tensorflow_releases(tmp_path, direction)
 
 # A release newer than the tested range, and no C++ library of its own here
 # (the wheel; a source build against it compiles one).
-STABLE_BY_DEFAULT = _library_choice._release(tf.__version__) > _library_choice.SUPPORTED[1] and not RELEASE.is_file()
+STABLE_BY_DEFAULT = library_choice.release_of(tf.__version__) > library_choice.SUPPORTED[1] and not RELEASE.is_file()
 
 
 @pytest.mark.skipif(
@@ -371,7 +373,7 @@ def test_a_newer_tensorflow_warns_once_at_import_and_info_names_the_stable_libra
         report = info.collect()
         print(report["library_kind"].split()[0], report["library_chosen_because"].split(" is newer")[0])
     """
-    result = run_python(code, _library_choice.AUTO, tmp_path)
+    result = run_python(code, settings.AUTO, tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     first, second = result.stdout.strip().split("\n")[-2:]
     assert first == "1 RuntimeWarning"

@@ -16,7 +16,9 @@ import pytest
 import tensorflow as tf
 
 import grad_reverse
-from grad_reverse import _library_calls, info, options
+from grad_reverse import info, options
+from grad_reverse._native import calls
+from grad_reverse._tools import streaming_store_passes, streaming_stores_at
 from grad_reverse.bench import cases, regime
 
 LARGE = 1 << 22  # float32: 16 MiB, the smallest output that may stream
@@ -25,7 +27,7 @@ PAIRS = 15  # kStreamingCalibrationPairs
 
 def decisions():
     """The decision function as the op library and the pybind11 module export it."""
-    found = [_library_calls.streaming_stores_win]
+    found = [lambda plain, streaming: calls.streaming_stores_win(grad_reverse.ops.LIBRARY.cdll, plain, streaming)]
     try:
         from grad_reverse import _kernels
 
@@ -72,24 +74,24 @@ def _passes(size: int, in_place: bool) -> int:
     x, dy = tf.ones([size]), tf.fill([size], 2.0)
     layer = grad_reverse.grad_reverse
     fn = regime.in_place_function(layer, 0.5) if in_place else cases.fwd_bwd_function(layer, 0.5)
-    before = _library_calls.streaming_store_passes()
+    before = streaming_store_passes()
     dx = fn(x, dy)
     assert float(dx[0]) == (1.0 if in_place else -1.0)
-    return _library_calls.streaming_store_passes() - before
+    return streaming_store_passes() - before
 
 
 def test_a_choice_forced_at_run_time_is_what_the_kernel_uses(restore_stores):
     options.set_streaming_stores("on")
     assert options.streaming_stores() == "on (forced at run time)"
-    assert _library_calls.streaming_stores_at(4 * LARGE) is True
-    assert _library_calls.streaming_stores_at(4 * LARGE - 1) is False  # under 16 MiB
+    assert streaming_stores_at(4 * LARGE) is True
+    assert streaming_stores_at(4 * LARGE - 1) is False  # under 16 MiB
     assert _passes(LARGE, in_place=False) == 1
     assert _passes(LARGE, in_place=True) == 0  # in place never streams
     assert _passes(LARGE // 4, in_place=False) == 0  # 4 MiB: too small to stream
     options.set_streaming_stores("off")
     assert options.streaming_stores() == "off (forced at run time)"
     assert _passes(LARGE, in_place=False) == 0
-    assert _library_calls.streaming_stores_at(4 * LARGE) is False
+    assert streaming_stores_at(4 * LARGE) is False
     assert info.collect()["streaming_stores"] == "off (forced at run time)"
 
 
@@ -103,7 +105,8 @@ def test_set_streaming_stores_refuses_another_mode_and_changes_nothing(restore_s
 RUN = """
     import tensorflow as tf
     import grad_reverse
-    from grad_reverse import _library_calls, options
+    from grad_reverse import options
+    from grad_reverse._tools import streaming_store_passes, streaming_stores_at
     from grad_reverse.bench import cases
     print(options.streaming_stores())
     fn = cases.fwd_bwd_function(grad_reverse.grad_reverse, 0.5)
@@ -112,8 +115,8 @@ RUN = """
         for _ in range({calls}):
             fn(x, dy)
     print(options.streaming_stores())
-    print(_library_calls.streaming_store_passes())
-    print(" ".join(str(_library_calls.streaming_stores_at(4 * size)) for size in {sizes}))
+    print(streaming_store_passes())
+    print(" ".join(str(streaming_stores_at(4 * size)) for size in {sizes}))
 """
 
 
@@ -183,9 +186,9 @@ def test_a_dann_fit_step_writes_the_gradient_into_dy_and_a_step_keeping_dy_does_
     domain_head = keras.Sequential([keras.Input((width,)), keras.layers.Dense(1)])
     model = grad_reverse.DANN(features, label_head, domain_head)
     model.compile(optimizer="sgd", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    before = _library_calls.streaming_store_passes()
+    before = streaming_store_passes()
     model.fit(xs, ys, target=xt, batch_size=points, epochs=2, verbose=0)  # 2 epochs of 2 steps (512 + 512 points)
-    assert _library_calls.streaming_store_passes() == before
+    assert streaming_store_passes() == before
 
     x = tf.constant(xs)
 
@@ -199,9 +202,9 @@ def test_a_dann_fit_step_writes_the_gradient_into_dy_and_a_step_keeping_dy_does_
         return tape.gradient(loss, r), tape.gradient(loss, h)  # dy of the GRL, kept; dx
 
     step_keeping_dy()
-    before = _library_calls.streaming_store_passes()
+    before = streaming_store_passes()
     step_keeping_dy()
-    assert _library_calls.streaming_store_passes() == before + 1
+    assert streaming_store_passes() == before + 1
 
 
 def test_an_invalid_variable_fails_the_kernel_naming_the_accepted_modes():
@@ -210,7 +213,7 @@ def test_an_invalid_variable_fails_the_kernel_naming_the_accepted_modes():
         import grad_reverse
         from grad_reverse import options
         print(options.streaming_stores())
-        grad_reverse.ops._library.grad_reverse_grad(tf.ones([2]), 1.0)
+        grad_reverse.ops.LIBRARY.module.grad_reverse_grad(tf.ones([2]), 1.0)
     """
     env = {**os.environ, options.STREAMING_STORES_VARIABLE: "maybe", "TF_CPP_MIN_LOG_LEVEL": "3"}
     done = subprocess.run(

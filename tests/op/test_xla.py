@@ -13,7 +13,7 @@ import pytest
 import tensorflow as tf
 
 import grad_reverse
-from grad_reverse import _xla
+from grad_reverse._native import xla_fallback
 from helpers.tensors import LAMBDAS, assert_bitwise_equal, forward_backward, random_tensor
 from helpers.tensors import native_forward_backward as fwd_bwd
 from helpers.models import batch, dann_model
@@ -94,7 +94,7 @@ def test_xla_compiles_the_native_op_exactly_when_the_build_has_xla_kernels():
     ops = compiled_op_types(lambda x: fwd_bwd(x, tf.ones_like(x), 2.0), x)
     if grad_reverse.BUILD_INFO["xla"]:
         assert {"GradReverse", "GradReverseGrad"} <= ops and "IdentityN" not in ops, ops
-        assert "XLA_CPU_JIT" in _xla.kernel_devices("GradReverse")
+        assert "XLA_CPU_JIT" in xla_fallback.kernel_devices("GradReverse")
     else:
         assert "IdentityN" in ops and not {"GradReverse", "GradReverseGrad"} & ops, ops
     y, dx = tf.function(fwd_bwd, jit_compile=True)(x, tf.ones_like(x), tf.constant(2.0))
@@ -113,7 +113,7 @@ def test_keras_layer_under_xla_uses_the_native_op_when_the_build_has_xla_kernels
 def test_xla_rejects_a_non_finite_constant_lambda_at_compile_time():
     @tf.function(jit_compile=True)
     def step(x):
-        return grad_reverse.ops._library.grad_reverse_grad(x, tf.constant(float("nan")))
+        return grad_reverse.ops.LIBRARY.module.grad_reverse_grad(x, tf.constant(float("nan")))
 
     with pytest.raises(tf.errors.InvalidArgumentError, match="lambda_ must be finite"):
         step(tf.ones([2]))
@@ -131,16 +131,16 @@ def test_keras_fit_with_jit_compile_trains_the_dann_model():
         with warnings.catch_warnings():
             warnings.simplefilter("error", RuntimeWarning)  # no fallback warning
             history = model.fit(x, y, batch_size=64, epochs=3, verbose=0)
-        assert "XLA_CPU_JIT" in _xla.kernel_devices("GradReverse")
+        assert "XLA_CPU_JIT" in xla_fallback.kernel_devices("GradReverse")
     else:  # a build without XLA kernels still trains, through the pure-Python version
-        _xla._warned = False
+        xla_fallback._warned = False
         with pytest.warns(RuntimeWarning, match="built without XLA kernels"):
             history = model.fit(x, y, batch_size=64, epochs=3, verbose=0)
     assert history.history["label_loss"][-1] < history.history["label_loss"][0]
 
 
 def test_without_native_xla_kernels_falls_back_to_the_reference_with_one_warning(monkeypatch):
-    monkeypatch.setattr(_xla, "_warned", False)
+    monkeypatch.setattr(xla_fallback, "_warned", False)
     no_xla = dict(grad_reverse.BUILD_INFO, xla=False)
     monkeypatch.setattr(grad_reverse.ops, "BUILD_INFO", no_xla)
 
@@ -165,8 +165,8 @@ LATE_IMPORT = textwrap.dedent(
     warnings.simplefilter("error", RuntimeWarning)
     import grad_reverse
     import keras
-    from grad_reverse import _xla
-    assert "XLA_CPU_JIT" in _xla.kernel_devices("GradReverse"), _xla.kernel_devices("GradReverse")
+    from grad_reverse._native import xla_fallback
+    assert "XLA_CPU_JIT" in xla_fallback.kernel_devices("GradReverse"), xla_fallback.kernel_devices("GradReverse")
     assert grad_reverse.BUILD_INFO["late_xla_kernels"] > 0
     rng = np.random.default_rng(0)
     x = rng.standard_normal((128, 4)).astype("float32")

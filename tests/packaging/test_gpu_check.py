@@ -50,10 +50,17 @@ def build_dir(tmp_path) -> Path:
     return directory
 
 
-def run_check(*args: str, command: tuple[str, ...] = (str(CHECK),), **env: str) -> subprocess.CompletedProcess:
-    """The check run as `python COMMAND ARGS`, without the variables a device
-    run sets, with `env` added."""
-    env = {**{k: v for k, v in os.environ.items() if k not in ("OUT", "GPU_CHECK_T0")}, **env}
+def run_check(
+    *args: str, command: tuple[str, ...] = ("-m", "gpu_check_lib"), **env: str
+) -> subprocess.CompletedProcess:
+    """The check run as `python COMMAND ARGS` with scripts/ on PYTHONPATH (as
+    scripts/gpu_check.sh runs it), without the variables a device run sets,
+    with `env` added."""
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in ("OUT", "GPU_CHECK_T0")},
+        "PYTHONPATH": str(CHECK.parent),
+        **env,
+    }
     return subprocess.run([sys.executable, *command, *args], capture_output=True, text=True, env=env, timeout=600)
 
 
@@ -132,11 +139,9 @@ def test_bad_options_name_what_is_accepted(build_dir):
     )
 
 
-def test_the_package_runs_with_python_dash_m_too(build_dir):
-    result = run_check(
-        "--build-dir", str(build_dir), *QUICK, command=("-m", "gpu_check_lib"), PYTHONPATH=str(CHECK.parent)
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
+def test_run_as_a_directory_it_says_how_to_run_it(build_dir):
+    result = run_check("--build-dir", str(build_dir), *QUICK, command=(str(CHECK),))
+    assert result.returncode == 1 and "python -m gpu_check_lib" in result.stderr, result.stdout + result.stderr
 
 
 def test_no_file_of_the_check_is_over_450_lines():

@@ -10,14 +10,13 @@ Python cannot pass as an aarch64 one."""
 
 import os
 import platform
-import sys
 from pathlib import Path
 
 import grad_reverse
-from grad_reverse import _library_choice
+from grad_reverse._tools import library_path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "build_tools"))
-from elf_symbols import ELF_MACHINES, elf_machine  # noqa: E402
+# build_tools/ is on the path (pyproject's pytest `pythonpath`).
+from elf_symbols import ELF_MACHINES, elf_machine
 
 
 def test_the_machine_is_the_one_the_run_expects():
@@ -29,7 +28,7 @@ def test_the_machine_is_the_one_the_run_expects():
 
 
 def test_the_loaded_op_library_is_built_for_this_machine():
-    library = _library_choice.library_path()
+    library = library_path()
     assert elf_machine(library) == ELF_MACHINES[platform.machine()], (
         f"{library} is not an ELF library for {platform.machine()}"
     )

@@ -13,16 +13,16 @@
 
 import os
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
 import grad_reverse
-from grad_reverse import _library_choice
+from grad_reverse._native import choice as library_choice
+from grad_reverse._tools import library_path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "build_tools"))
-import elf_symbols  # noqa: E402
+# build_tools/ is on the path (pyproject's pytest `pythonpath`).
+import elf_symbols
 
 pytestmark = pytest.mark.skipif(
     not (shutil.which("nm") and shutil.which("objdump")), reason="binutils (nm, objdump) not on PATH"
@@ -32,14 +32,14 @@ PACKAGE = Path(grad_reverse.__file__).resolve().parent
 
 def built_libraries() -> list[Path]:
     return (
-        sorted(PACKAGE.glob("_libs/tf*/" + _library_choice.LIBRARY_NAME))
-        + sorted(PACKAGE.glob("_libs/stable/" + _library_choice.LIBRARY_NAME))
+        sorted(PACKAGE.glob("_libs/tf*/" + library_choice.LIBRARY_NAME))
+        + sorted(PACKAGE.glob("_libs/stable/" + library_choice.LIBRARY_NAME))
         + sorted(PACKAGE.glob("_kernels*.so"))
     )
 
 
 def test_the_package_holds_the_libraries_it_loads():
-    assert _library_choice.library_path() in built_libraries()
+    assert library_path() in built_libraries()
 
 
 @pytest.mark.parametrize("library", built_libraries(), ids=lambda p: str(p.relative_to(PACKAGE)))

@@ -2,13 +2,10 @@
 with, where its build info says it (up to 2.21), from its wheel's CUDA
 runtime requirement or the runtime installed (2.22), else "unknown"."""
 
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "build_tools"))
-import tensorflow_cuda  # noqa: E402
+# build_tools/ is on the path (pyproject's pytest `pythonpath`).
+import tensorflow_cuda
 
 # What TensorFlow 2.22.0rc0's wheel metadata says (its and-cuda extra).
 REQUIREMENTS_2_22 = [

@@ -3,18 +3,11 @@
 run by hand and, for the 2.15 row, by CI.)"""
 
 import argparse
-import importlib.util
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "tensorflow_matrix.py"
-spec = importlib.util.spec_from_file_location("tensorflow_matrix", SCRIPT)
-matrix = importlib.util.module_from_spec(spec)
-sys.modules[spec.name] = matrix  # dataclasses look their module up there
-spec.loader.exec_module(matrix)
+import tensorflow_matrix as matrix  # scripts/ is on the path (pyproject's pytest `pythonpath`)
 
 
 def test_a_row_is_a_release_with_an_optional_python():
@@ -25,12 +18,9 @@ def test_a_row_is_a_release_with_an_optional_python():
 
 
 def test_the_default_rows_cover_every_supported_release_and_the_extra_pythons():
-    provider = importlib.util.spec_from_file_location(
-        "tensorflow_requirement", SCRIPT.parents[1] / "build_tools" / "tensorflow_requirement.py"
-    )
-    module = importlib.util.module_from_spec(provider)
-    provider.loader.exec_module(module)
-    oldest, newest = module.OLDEST_SUPPORTED, module.NEWEST_SUPPORTED
+    import tensorflow_requirement  # build_tools/ is on the path (pyproject's pytest `pythonpath`)
+
+    oldest, newest = tensorflow_requirement.OLDEST_SUPPORTED, tensorflow_requirement.NEWEST_SUPPORTED
     assert matrix.RELEASES == tuple(f"2.{minor}" for minor in range(oldest[1], newest[1] + 1))
     assert {row.split("@")[1] for row in matrix.EXTRA_PYTHON_ROWS} == {"3.10", "3.12", "3.13"}
 

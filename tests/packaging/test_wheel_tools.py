@@ -1,6 +1,6 @@
 """The portable wheel's build tools (build_tools/), on inputs made here: the
 sysroot's package unpacking and pinning, the wheel check's tag and symbol
-rules, the PATH without compilers, the finding of Pythons with headers. (The wheel itself: CI's step 3 builds it
+rules, the PATH without compilers (scripts/no_compiler_path.py), the finding of Pythons with headers. (The wheel itself: CI's step 3 builds it
 with build_pip_pkg.sh and runs the suite against it.)"""
 
 import hashlib
@@ -14,13 +14,14 @@ from pathlib import Path
 
 import pytest
 
+# build_tools/ and scripts/ are on the path (pyproject's pytest `pythonpath`).
+import check_wheel
+import elf_symbols
+import find_python
+import no_compiler_path
+import sysroot
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "build_tools"))
-import check_wheel  # noqa: E402
-import elf_symbols  # noqa: E402
-import find_python  # noqa: E402
-import no_compiler_path  # noqa: E402
-import sysroot  # noqa: E402
 
 
 def deb(files: dict, links: dict) -> bytes:

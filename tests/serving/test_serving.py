@@ -18,7 +18,8 @@ import pytest
 import tensorflow as tf
 
 import grad_reverse
-from grad_reverse import _library_choice, serving
+from grad_reverse import serving
+from grad_reverse._tools import library_path
 from helpers.serving import KERAS_LAMBDA, QUIET_EXPORT, X, keras_dann, keras_export, runner_outputs
 
 NOT_REGISTERED = "Op type not registered 'GradReverse'"
@@ -350,7 +351,7 @@ def run_runner(runner: Path, export: Path, x: np.ndarray, library: bool) -> subp
     values = ",".join(repr(float(v)) for v in x.ravel())
     args = [str(runner)]
     if library:
-        args += ["--library", str(_library_choice.library_path())]
+        args += ["--library", str(library_path())]
     args += [str(export), f"x={','.join(map(str, x.shape))}:{values}"]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     return subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)

@@ -338,9 +338,9 @@ def test_gradient_rewrite_rounds_like_the_kernel_in_every_dtype(rewritten):
 def run_cpp(runner, export: Path, key: str, x: np.ndarray, library: bool) -> subprocess.CompletedProcess:
     args = [str(runner)]
     if library:
-        from grad_reverse import _library_choice
+        from grad_reverse._tools import library_path
 
-        args += ["--library", str(_library_choice.library_path())]
+        args += ["--library", str(library_path())]
     values = ",".join(repr(float(v)) for v in x.ravel())
     args += [str(export), f"{key}={','.join(map(str, x.shape))}:{values}"]
     return subprocess.run(args, capture_output=True, text=True, env=ENV, timeout=300)

@@ -201,7 +201,6 @@ def test_a_run_removes_its_own_copy_when_it_fails(tmp_path, small_export, monkey
 # An export_serving run that stops, printing "exported", once Keras' export is written.
 STOPPED_EXPORT = """
 import sys, time
-sys.path.insert(0, sys.argv[2])
 from grad_reverse.serving import servable
 from helpers.serving import keras_dann
 
@@ -220,11 +219,12 @@ def test_the_keras_export_of_a_killed_export_serving_is_removed_by_the_next_run(
 
     dst = tmp_path / "served"
     child = subprocess.Popen(
-        [sys.executable, "-c", STOPPED_EXPORT, str(dst), str(Path(__file__).resolve().parents[1])],
+        [sys.executable, "-c", STOPPED_EXPORT, str(dst)],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+        # tests/ on the path, for `helpers`, after what this process has (the package under test).
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=os.pathsep.join([*sys.path])),
     )
     try:
         assert child.stdout.readline().strip() == "exported", f"the child did not export (exit {child.poll()})"

@@ -70,7 +70,8 @@ def _layers(lambda_: LambdaArg, eager: bool) -> dict[str, Callable]:
     return layers
 
 
-def _inputs(size: int, dtype: tf.DType) -> tuple[tf.Tensor, tf.Tensor]:
+def inputs(size: int, dtype: tf.DType) -> tuple[tf.Tensor, tf.Tensor]:
+    """x and dy of `size` elements of `dtype`, the same at every call (fixed seeds)."""
     x = tf.cast(tf.random.normal([size], seed=1), dtype)
     dy = tf.cast(tf.random.normal([size], seed=2), dtype)
     return x, dy
@@ -96,18 +97,18 @@ def _bandwidth_bound(result: Result, beside: Beside) -> Result:
 def case_eager(size: int, dtype: tf.DType, rounds: int, lambda_kind: str = "variable", beside: Beside = None) -> Result:
     """Eager forward + backward: where dispatch cost dominates small tensors.
     `beside`: the limit's ways, timed in the same rounds."""
-    x, dy = _inputs(size, dtype)
+    x, dy = inputs(size, dtype)
     lambda_ = make_lambda(lambda_kind)
     calls = {
         name: (lambda layer=layer: fwd_bwd(layer, x, dy, lambda_))
         for name, layer in _layers(lambda_, eager=True).items()
     }
     per_round = max(1, min(50, (1 << 20) // max(size, 1)))
-    times = _timed(calls, beside, rounds, per_round, _fits_cache(size, dtype), calls["identity"])
+    times = _timed(calls, beside, rounds, per_round, fits_cache(size, dtype), calls["identity"])
     return _bandwidth_bound(Result("fwd+bwd", "eager", size, dtype.name, lambda_kind, times), beside)
 
 
-def _fits_cache(size: int, dtype: tf.DType) -> bool:
+def fits_cache(size: int, dtype: tf.DType) -> bool:
     """Whether x, dy and dx fit the cache together: then each sample gets a
     settling call (`interleaved`'s `settle`) and the limit's ways a recovery."""
     return not beyond_cache(size * dtype.size, 3)
@@ -161,7 +162,7 @@ def case_function(
     """tf.function forward + backward with dy passed in (so dx cannot reuse
     dy's buffer: the call includes allocating dx). A float lambda is a graph
     constant; a Variable is read inside the graph at every call."""
-    x, dy = _inputs(size, dtype)
+    x, dy = inputs(size, dtype)
     lambda_ = make_lambda(lambda_kind)
     calls = {}
     for name, layer in _layers(lambda_, eager=False).items():
@@ -169,7 +170,7 @@ def case_function(
         calls[name] = lambda fn=fn: fn(x, dy)
     per_round = max(1, min(50, (1 << 18) // max(size, 1)))
     mode = "xla" if jit else "tf.function"
-    times = _timed(calls, beside, rounds, per_round, _fits_cache(size, dtype), calls["identity"])
+    times = _timed(calls, beside, rounds, per_round, fits_cache(size, dtype), calls["identity"])
     return _bandwidth_bound(Result("fwd+bwd", mode, size, dtype.name, lambda_kind, times), beside)
 
 
@@ -190,7 +191,7 @@ def chain_function(layer: Callable, lambda_) -> Callable:
 def case_chain(size: int, dtype: tf.DType, rounds: int, lambda_kind: str = "variable") -> Result:
     """The chain graph (see `chain_function`): Grappler may fold a scalar
     multiplication around the pure-Python backward, not around a custom op."""
-    x, _ = _inputs(size, dtype)
+    x, _ = inputs(size, dtype)
     lambda_ = make_lambda(lambda_kind)
     calls = {}
     for name, layer in LAYERS.items():

@@ -282,7 +282,7 @@ def kernel_bandwidth(size: int, dtype: tf.DType, rounds: int, limit: bool = True
     copying ways of `LimitWays` (one pass each, no graph call) run in the
     same rounds, and the limit is their fastest pass (on a CPU; on a GPU the
     limit is left out)."""
-    from grad_reverse.ops import _library
+    from grad_reverse.ops import LIBRARY
 
     lambda_ = tf.constant(0.5)
 
@@ -291,7 +291,7 @@ def kernel_bandwidth(size: int, dtype: tf.DType, rounds: int, limit: bool = True
         def apply(x):
             t = x + tf.constant(0, dtype)  # a temporary the kernel may overwrite
             for _ in range(times):
-                t = _library.grad_reverse_grad(t, lambda_)
+                t = LIBRARY.module.grad_reverse_grad(t, lambda_)
             return t[:1]
 
         return apply

@@ -82,12 +82,13 @@ def huge_page_mode(path: Path = HUGE_PAGES) -> str:
 
 def describe() -> dict[str, str]:
     """What decides the large sizes' regime on this machine, as text."""
-    from grad_reverse import _library_calls, options
+    from grad_reverse import ops
+    from grad_reverse._native import calls
 
     return {
         "cpu": cpu_model(),
-        "cpu_path": options.cpu_path(),
-        "streaming_stores": _library_calls.streaming_stores(),
+        "cpu_path": calls.cpu_path(ops.LIBRARY.cdll),
+        "streaming_stores": calls.streaming_stores(ops.LIBRARY.cdll),
         "huge_pages": huge_page_mode(),
     }
 
@@ -129,7 +130,7 @@ def case_in_place(size: int, dtype: tf.DType, rounds: int, lambda_kind: str = "v
     output for every column alike)."""
     from grad_reverse.bench import cases
 
-    x, dy = cases._inputs(size, dtype)
+    x, dy = cases.inputs(size, dtype)
     lambda_ = cases.make_lambda(lambda_kind)
     calls = {}
     for name, layer in cases.LAYERS.items():

@@ -47,9 +47,10 @@ LAMBDA_MAX = 6.0
 GAMMA = 10.0
 
 
-def _optimizer() -> keras.optimizers.Optimizer:
-    # The EMA weights replace the raw ones at the end of fit: see the module
-    # docstring for why.
+def optimizer() -> keras.optimizers.Optimizer:
+    """The demo's optimizer (the experiments train with it too). The EMA
+    weights replace the raw ones at the end of fit: see the module docstring
+    for why."""
     return keras.optimizers.Adam(LEARNING_RATE, use_ema=True, ema_momentum=EMA_MOMENTUM)
 
 
@@ -61,7 +62,7 @@ def _full_source_batches(domains: MoonsDomains) -> tf.data.Dataset:
 def train_source_only(domains: MoonsDomains, seed: int, steps: int, quiet: bool = True) -> keras.Model:
     """The plain network, trained on the labeled source points only."""
     model = build_source_only(seed)
-    model.compile(optimizer=_optimizer(), loss="binary_crossentropy", metrics=["accuracy"])
+    model.compile(optimizer=optimizer(), loss="binary_crossentropy", metrics=["accuracy"])
     verbose, callbacks = fit_progress("fit", steps, quiet)
     # shuffle=False: the datasets make their own batches; Keras warns about shuffle=True.
     model.fit(
@@ -86,7 +87,7 @@ def train_dann(
     """DANN with the paper's lambda schedule up to `lambda_max`; `compile_kwargs`:
     DANN.compile's domain arguments (e.g. `domain_loss_reduction`)."""
     model = build_dann(seed, lambda_max=lambda_max, gamma=GAMMA)
-    model.compile(optimizer=_optimizer(), loss="binary_crossentropy", metrics=["accuracy"], **compile_kwargs)
+    model.compile(optimizer=optimizer(), loss="binary_crossentropy", metrics=["accuracy"], **compile_kwargs)
     verbose, callbacks = fit_progress("fit", steps, quiet)
     model.fit(
         domains.x_source,

@@ -1,4 +1,4 @@
-"""Which backward GradReverse's registered gradient builds, decided at import (and by `options.set_backward`).
+"""Which backward GradReverse's registered gradient builds, decided at import (and again by `options.set_backward`).
 
 Two implementations of the same function, `dx = -lambda * dy`:
 
@@ -11,8 +11,9 @@ Two implementations of the same function, `dx = -lambda * dy`:
 
 The gradient is built when a graph is traced (or an eager op is taped),
 before TensorFlow places the ops, so one choice holds for every device of
-the process. `options.backward_mode()` (`GRAD_REVERSE_BACKWARD`, or
-`options.set_backward`: auto, native, stock; default auto) chooses; `auto` picks the native kernel unless TensorFlow sees a GPU on
+the process. `settings.backward_mode()` (`GRAD_REVERSE_BACKWARD`, or
+`options.set_backward`: auto, native, stock; default auto) chooses; `auto`
+picks the native kernel unless TensorFlow sees a GPU on
 which the library's CUDA kernel cannot run (no CUDA kernels built, a
 driver older than the CUDA the kernels were built with, or a GPU whose
 compute capability none of the built architectures covers), where the
@@ -31,16 +32,14 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 import tensorflow as tf
 
-from grad_reverse import _gpu_support, options
-from grad_reverse._user_warning import warn_at_user
+from grad_reverse._native import gpu_facts, settings
+from grad_reverse._native.settings import BACKWARD_VARIABLE, NATIVE, STOCK
+from grad_reverse._native.user_warning import warn_at_user
 
 Capability = tuple[int, int]
 
-ENV_VAR = options.BACKWARD_VARIABLE
-AUTO, NATIVE, STOCK = options.AUTO, options.NATIVE, options.STOCK
-MODES = options.BACKWARD_MODES
 _STOCK_DESCRIPTION = "stock TensorFlow ops (dy * -lambda) on every device"
-_SILENCE = f"Set {ENV_VAR}={STOCK} to choose stock ops explicitly (and silence this warning)."
+_SILENCE = f"Set {BACKWARD_VARIABLE}={STOCK} to choose stock ops explicitly (and silence this warning)."
 
 
 @dataclass(frozen=True)
@@ -58,16 +57,6 @@ class Backward:
     def summary(self) -> str:
         what = "native GradReverseGrad kernel" if self.kernel == NATIVE else _STOCK_DESCRIPTION
         return f"{what}: {self.reason}"
-
-
-def parse_mode(value: Optional[str]) -> str:
-    """The mode a value of GRAD_REVERSE_BACKWARD names (unset or empty: auto)."""
-    mode = (value or AUTO).strip().lower()
-    if mode not in MODES:
-        raise ValueError(
-            f"{ENV_VAR}={value!r} is not a valid value; accepted values: {AUTO} (the default), {NATIVE}, {STOCK}."
-        )
-    return mode
 
 
 def needs_driver_version(mode: str, build_info: Mapping[str, Any], gpus: Sequence[str]) -> bool:
@@ -97,20 +86,20 @@ def decide(
         its name in `gpus`; a GPU missing or mapped to None is unknown. Read
         when `driver_cuda_version` is.
     Raises:
-      ValueError: `value` is not one of MODES.
+      ValueError: `value` is not one of settings.BACKWARD_MODES.
     """
-    mode = parse_mode(value)
+    mode = settings.parse_backward_mode(value)
     if mode == STOCK:
-        return Backward(mode, STOCK, f"chosen by {ENV_VAR}={STOCK}")
+        return Backward(mode, STOCK, f"chosen by {BACKWARD_VARIABLE}={STOCK}")
     if not gpus:
-        chosen = f"chosen by {ENV_VAR}={NATIVE}" if mode == NATIVE else "no GPU visible"
+        chosen = f"chosen by {BACKWARD_VARIABLE}={NATIVE}" if mode == NATIVE else "no GPU visible"
         return Backward(mode, NATIVE, chosen)
     devices = f"TensorFlow sees {len(gpus)} GPU(s) ({', '.join(gpus)})"
     problem, fix = _gpu_kernel_problem(build_info, driver_cuda_version)
     if problem is None:
         problem, fix = _architecture_problem(build_info, gpus, capabilities or {})
     if mode == NATIVE:
-        reason = f"chosen by {ENV_VAR}={NATIVE}"
+        reason = f"chosen by {BACKWARD_VARIABLE}={NATIVE}"
         if problem is None:
             return Backward(mode, NATIVE, f"{reason}; {_cuda_versions(build_info, driver_cuda_version)}")
         consequence = (
@@ -123,8 +112,8 @@ def decide(
             NATIVE,
             f"{reason}, although {problem}",
             (
-                f"grad_reverse: {devices} and {ENV_VAR}={NATIVE} forces the native backward, but "
-                f"{problem}: {consequence}. Unset {ENV_VAR} (auto uses stock TensorFlow ops on the GPU "
+                f"grad_reverse: {devices} and {BACKWARD_VARIABLE}={NATIVE} forces the native backward, but "
+                f"{problem}: {consequence}. Unset {BACKWARD_VARIABLE} (auto uses stock TensorFlow ops on the GPU "
                 f"then, with the same results), or: {fix}"
             ),
         )
@@ -165,7 +154,7 @@ def _gpu_kernel_problem(build_info: Mapping[str, Any], driver: Optional[int]) ->
             )
         return f"the grad_reverse library has no CUDA kernels ({why})", rebuild
     library = build_info.get("cuda_toolkit_version") or ""
-    library_major = _gpu_support.major_version(library)
+    library_major = gpu_facts.major_version(library)
     if driver is None or driver < 0 or library_major is None:
         what = (
             "the driver's CUDA version" if library_major is not None else "the CUDA version the library was built with"
@@ -178,11 +167,11 @@ def _gpu_kernel_problem(build_info: Mapping[str, Any], driver: Optional[int]) ->
         found = (
             "no NVIDIA driver was found"
             if driver == 0
-            else (f"the NVIDIA driver supports CUDA {_gpu_support.format_cuda_version(driver)}")
+            else (f"the NVIDIA driver supports CUDA {gpu_facts.format_cuda_version(driver)}")
         )
         return (
             f"the library's CUDA kernels were built with CUDA {library} and need a driver for "
-            f"CUDA {library_major}, and {found} (driver CUDA {_gpu_support.format_cuda_version(driver)} "
+            f"CUDA {library_major}, and {found} (driver CUDA {gpu_facts.format_cuda_version(driver)} "
             f"< library CUDA {library_major})",
             f"update the NVIDIA driver to one that supports CUDA {library_major}, or {rebuild}",
         )
@@ -217,7 +206,7 @@ def _architecture_problem(
                 "check the NVIDIA driver installation, or set GRAD_REVERSE_BACKWARD=native to try them.",
             )
         try:
-            runnable = _gpu_support.runs_on(architectures, capability)
+            runnable = gpu_facts.runs_on(architectures, capability)
         except ValueError as error:
             return f"grad_reverse cannot read the CUDA architectures it was built for ({error})", rebuild + "."
         if not runnable:
@@ -231,25 +220,23 @@ def _architecture_problem(
 
 
 def _cuda_versions(build_info: Mapping[str, Any], driver: Optional[int]) -> str:
-    return (
-        f"driver CUDA {_gpu_support.format_cuda_version(driver)}, library CUDA {build_info.get('cuda_toolkit_version')}"
-    )
+    return f"driver CUDA {gpu_facts.format_cuda_version(driver)}, library CUDA {build_info.get('cuda_toolkit_version')}"
 
 
 def choose_backward(
     build_info: Mapping[str, Any],
     driver_cuda_version: Callable[[], int],
-    visible_gpus: Callable[[], list[str]] = _gpu_support.visible_gpus,
+    visible_gpus: Callable[[], list[str]] = gpu_facts.visible_gpus,
     environ: Mapping[str, str] = os.environ,
-    compute_capability: Callable[[str], Optional[Capability]] = _gpu_support.compute_capability,
+    compute_capability: Callable[[str], Optional[Capability]] = gpu_facts.compute_capability,
 ) -> Backward:
-    """Reads the mode (`options.backward_mode`: set in process, else the
+    """Reads the mode (`settings.backward_mode`: set in process, else the
     variable in `environ`), lists the GPUs (only when the choice depends on
     them) and asks the driver and each GPU's compute capability (only when
     `needs_driver_version`); warns (RuntimeWarning) when there is something
     to fix."""
-    value = options.backward_mode(environ)
-    mode = parse_mode(value)
+    value = settings.backward_mode(environ)
+    mode = settings.parse_backward_mode(value)
     gpus = [] if mode == STOCK else visible_gpus()
     driver, capabilities = None, {}
     if needs_driver_version(mode, build_info, gpus):
@@ -271,7 +258,7 @@ def stock_reverse(dy: tf.Tensor, lambda_: tf.Tensor) -> tf.Tensor:
     native op: a second-order gradient flows through `dy` only.
     """
     # tf.raw_ops: the generated wrappers' fast path, without the dispatch
-    # layers of tf.math (about half the cost per eager call: docs/benchmark.md).
+    # layers of tf.math, which cost an eager call more (docs/benchmark.md).
     scale = tf.raw_ops.Neg(x=tf.raw_ops.StopGradient(input=lambda_))
     dtype = dy.dtype
     if dtype == tf.float32:

@@ -1,9 +1,9 @@
-"""Facts about this process's GPUs that the choice of backward (_backward.py)
+"""Facts about this process's GPUs that the choice of backward (`backward_choice`)
 rests on: the GPUs TensorFlow sees, their compute capabilities, CUDA version
 numbers and the CUDA architectures a fatbin can run on.
 
 The driver's CUDA version itself is asked through the op library
-(`_library_calls.cuda_driver_version`), whose statically linked CUDA runtime is the
+(`calls.cuda_driver_version`), whose statically linked CUDA runtime is the
 one its kernels need a driver for.
 """
 

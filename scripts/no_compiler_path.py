@@ -8,7 +8,7 @@ of the `first` folders (a virtual environment's bin/, say) followed by
 `folder`. A program that `first` holds stays reachable: the check is about
 what the machine offers, not about what the wheel's own environment installs.
 
-  PATH=$(python3 build_tools/no_compiler_path.py FOLDER [FIRST ...]) command
+  PATH=$(python3 scripts/no_compiler_path.py FOLDER [FIRST ...]) command
 """
 
 from __future__ import annotations

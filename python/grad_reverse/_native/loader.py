@@ -1,24 +1,27 @@
-"""Loads the chosen native op library once, after checking it matches this TensorFlow.
+"""Loads the chosen native op library once, after checking it matches this
+TensorFlow, into the one handle the rest of the package uses (`loaded()`).
 
 `tf.load_op_library` on a library compiled against another TensorFlow
 release can crash the process, and so can dlopen on a truncated file, so
 before loading: the release recorded at build time is compared with the
 running one (a C++ library must match its minor release; the stable-ABI
 library loads into any supported one), and the file's ELF headers are
-checked (`_elf`). After loading: the stable library's registration is
+checked (`elf`). After loading: the stable library's registration is
 checked and its threads capped, and late XLA kernels are registered
-(`_library_calls`). Which library: `_library_choice`.
+(`calls`). Which library: `choice`.
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Optional
 
-from grad_reverse._backend import require_tensorflow_backend
+from grad_reverse._keras import require_tensorflow_backend
 
 # The first import of TensorFlow in the package (grad_reverse/__init__.py
 # imports this module first): the wheel does not install TensorFlow (it cannot
@@ -41,22 +44,22 @@ except ModuleNotFoundError as error:
         "docs/keras-backends.md.)"
     ) from None
 
-from grad_reverse._elf import elf_problem
-from grad_reverse._library_calls import configure_stable, register_late_xla_kernels
-from grad_reverse._library_choice import (
-    NEWEST,
-    OLDEST,
+from grad_reverse._native.calls import configure_stable, open_library, register_late_xla_kernels
+from grad_reverse._native.choice import (
     BUILD_HINT,
     BUILD_INFO_NAME,
     LIBRARY_NAME,
-    STABLE,
+    NEWEST,
+    OLDEST,
     Choice,
     chosen,
     fall_back_to_stable,
+    release_of,
     series,
 )
-from grad_reverse._library_choice import _release as release_of
-from grad_reverse._user_warning import warn_at_user
+from grad_reverse._native.elf import elf_problem
+from grad_reverse._native.settings import STABLE
+from grad_reverse._native.user_warning import warn_at_user
 
 # What dlopen reports for a function no loaded library defines.
 _MISSING_C_FUNCTION = re.compile(r"undefined symbol: (TF_\w+)")
@@ -75,8 +78,33 @@ def read_build_info(directory: Path) -> dict[str, Any]:
         raise ImportError(f"grad_reverse: cannot read the build record {path} ({error}). {BUILD_HINT}") from None
 
 
-def load_library(directory: Optional[Path] = None) -> tuple[ModuleType, dict[str, Any]]:
-    """Returns (the loaded op module, its build record), or raises ImportError.
+@dataclass(frozen=True)
+class Library:
+    """A loaded op library: the op module TensorFlow made of it (`module.grad_reverse`,
+    `module.grad_reverse_grad`), its file, its build record, and the same
+    file opened through ctypes with its C functions typed (`calls`)."""
+
+    module: ModuleType
+    path: Path
+    build_info: dict[str, Any]
+    cdll: ctypes.CDLL
+
+
+_loaded: Optional[Library] = None
+
+
+def loaded() -> Library:
+    """This process's library, loaded at the first call (by `ops`, when the
+    package is imported); the same handle at every later call."""
+    global _loaded
+    if _loaded is None:
+        _loaded = load_library()
+    return _loaded
+
+
+def load_library(directory: Optional[Path] = None) -> Library:
+    """Loads a library and returns its handle, or raises ImportError; `loaded()`
+    is this process's own.
 
     `directory` holds one library and its record; by default the folder
     `chosen()` names for this process, whose warning (if any) is given here,
@@ -108,7 +136,7 @@ class _CppAbiMismatch(ImportError):
         self.symbol = symbol
 
 
-def _load(directory: Path, choice: Optional[Choice]) -> tuple[ModuleType, dict[str, Any]]:
+def _load(directory: Path, choice: Optional[Choice]) -> Library:
     library = directory / LIBRARY_NAME
     if not library.is_file():
         raise ImportError(f"grad_reverse: the native op library was not found at {library}. {BUILD_HINT}")
@@ -163,10 +191,11 @@ def _load(directory: Path, choice: Optional[Choice]) -> tuple[ModuleType, dict[s
         # What dlopen says of a truncated or corrupted file ("file too short",
         # "invalid ELF header", a missing symbol).
         raise ImportError(message) from None
+    handle = open_library(library)  # dlopen of a loaded path: the library TensorFlow loaded
     if stable:
-        configure_stable(library)
+        configure_stable(handle, library)
     if info.get("xla"):
-        info["late_xla_kernels"] = register_late_xla_kernels(library)
+        info["late_xla_kernels"] = register_late_xla_kernels(handle)
     if choice is not None:
         info["library"] = {"kind": choice.kind, "path": str(library), "reason": choice.reason}
-    return module, info
+    return Library(module, library, info, handle)

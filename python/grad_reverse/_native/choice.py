@@ -13,10 +13,10 @@ its folder of `_libs/` with its build record:
   into every TensorFlow from the oldest supported release on, newer ones
   included; it has no XLA and no CUDA backward kernels.
 
-`options.library_mode()` (GRAD_REVERSE_LIBRARY) chooses: `auto` (the default)
+`settings.library_mode()` (GRAD_REVERSE_LIBRARY) chooses: `auto` (the default)
 takes the running release's own library where this installation holds one,
 else the stable one; `release` and `stable` take only that kind. Loading the
-chosen library and checking it matches this TensorFlow is `_loader`'s job.
+chosen library and checking it matches this TensorFlow is `loader`'s job.
 """
 
 from __future__ import annotations
@@ -26,9 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from grad_reverse import options
+from grad_reverse._native import settings
+from grad_reverse._native.settings import AUTO, LIBRARY_VARIABLE, RELEASE, STABLE
 
-PACKAGE_DIR = Path(__file__).resolve().parent
+# grad_reverse/, this file's folder's parent.
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
 LIBRARIES_DIR = PACKAGE_DIR / "_libs"
 LIBRARY_NAME = "_grad_reverse_ops.so"
 BUILD_INFO_NAME = "_build_info.json"
@@ -43,7 +45,7 @@ BUILD_HINT = (
 )
 
 
-def _release(version: str) -> Optional[tuple[int, int]]:
+def release_of(version: str) -> Optional[tuple[int, int]]:
     """(2, 21) for "2.21.0", "2.21.0rc1" or "2.21"; None if it has no minor."""
     match = re.match(r"\s*(\d+)\.(\d+)", version or "")
     return (int(match.group(1)), int(match.group(2))) if match else None
@@ -51,7 +53,7 @@ def _release(version: str) -> Optional[tuple[int, int]]:
 
 def series(version: str) -> str:
     """ "2.21" for "2.21.0", "2.21.0rc1" or "2.21"; the version itself if it has no minor."""
-    release = _release(version)
+    release = release_of(version)
     return "%d.%d" % release if release else str(version)
 
 
@@ -76,7 +78,7 @@ def library_dir(libraries_dir: Path = LIBRARIES_DIR, running: Optional[str] = No
     held = releases_held(libraries_dir)
     if not held:
         raise ImportError(f"grad_reverse: no native op library was found in {libraries_dir}. {BUILD_HINT}")
-    wanted, release = series(running), _release(running)
+    wanted, release = series(running), release_of(running)
     if release is not None and SUPPORTED[0] <= release <= SUPPORTED[1]:
         other_way = (
             ", or build grad-reverse from source against this TensorFlow "
@@ -85,7 +87,7 @@ def library_dir(libraries_dir: Path = LIBRARIES_DIR, running: Optional[str] = No
     elif release is not None and release > SUPPORTED[1]:
         other_way = (
             f"; TensorFlow {wanted} is newer than the releases with C++ libraries, and is served by "
-            f"the stable-ABI library: unset {options.LIBRARY_VARIABLE} (auto) where the installation holds it"
+            f"the stable-ABI library: unset {LIBRARY_VARIABLE} (auto) where the installation holds it"
         )
     else:
         other_way = f"; TensorFlow {wanted} is older than the supported range"
@@ -102,9 +104,6 @@ def library_dir(libraries_dir: Path = LIBRARIES_DIR, running: Optional[str] = No
 
 
 STABLE_DIR_NAME = "stable"
-LIBRARY_VARIABLE = options.LIBRARY_VARIABLE
-AUTO, RELEASE, STABLE = options.AUTO, options.RELEASE, options.STABLE
-LIBRARY_MODES = options.LIBRARY_MODES
 STABLE_COSTS = (
     "no XLA kernels (XLA-compiled functions run the pure-Python version, which XLA compiles to "
     "the same HLO) and no CUDA backward kernel (on a GPU the backward runs stock TensorFlow ops, "
@@ -123,20 +122,8 @@ class Choice:
     reason: str
     warning: Optional[str] = None
     # In `auto`, for a C++ library: the stable-ABI library's folder, loaded
-    # instead when the C++ one does not load for an ABI reason (_loader).
+    # instead when the C++ one does not load for an ABI reason (loader).
     fallback: Optional[Path] = None
-
-
-def parse_library_mode(value: Optional[str]) -> str:
-    """The mode a value of GRAD_REVERSE_LIBRARY names (unset or empty: auto)."""
-    mode = (value or AUTO).strip().lower()
-    if mode not in LIBRARY_MODES:
-        raise ImportError(
-            f"grad_reverse: {LIBRARY_VARIABLE}={value!r} is not a valid value; accepted values: "
-            f"{AUTO} (the default: this TensorFlow's own library where the installation holds "
-            f"one, else the stable-ABI library), {RELEASE}, {STABLE}."
-        )
-    return mode
 
 
 def choose_library(
@@ -145,12 +132,12 @@ def choose_library(
     """Which library this process loads, or ImportError saying why none can be.
 
     `running` is the TensorFlow version (None: this process's); `mode` is
-    GRAD_REVERSE_LIBRARY's value (None: `options.library_mode()`)."""
+    GRAD_REVERSE_LIBRARY's value (None: `settings.library_mode()`)."""
     running = running or running_tensorflow()
-    mode = parse_library_mode(options.library_mode() if mode is None else mode)
+    mode = settings.parse_library_mode(settings.library_mode() if mode is None else mode)
     stable = libraries_dir / STABLE_DIR_NAME
     stable_held = has_stable(libraries_dir)
-    release = _release(running)
+    release = release_of(running)
     if release is not None and release < SUPPORTED[0]:
         raise ImportError(
             f"grad_reverse: this process runs TensorFlow {running}; grad-reverse supports TensorFlow "
@@ -230,13 +217,6 @@ def fall_back_to_stable(choice: Choice, symbol: str) -> Choice:
     )
     _chosen = Choice(choice.fallback, STABLE, reason, warning)
     return _chosen
-
-
-def library_path(libraries_dir: Path = LIBRARIES_DIR) -> Path:
-    """The op library this process loads (or would load)."""
-    if libraries_dir == LIBRARIES_DIR:
-        return chosen().directory / LIBRARY_NAME
-    return choose_library(libraries_dir).directory / LIBRARY_NAME
 
 
 def running_tensorflow() -> str:

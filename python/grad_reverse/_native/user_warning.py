@@ -11,7 +11,8 @@ import inspect
 import os
 import warnings
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+# grad_reverse/, this file's folder's parent.
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 def warn_at_user(message: str, category: type[Warning] = RuntimeWarning) -> None:

@@ -3,7 +3,7 @@
 # VERSION, its venv module and its headers, and writes WRAPPER: an executable
 # that runs that interpreter on this machine without entering the root:
 #
-#   build_tools/debian_python.sh ROOT VERSION WRAPPER [SUITE]
+#   scripts/debian_python.sh ROOT VERSION WRAPPER [SUITE]
 #   WRAPPER -c 'import sysconfig; print(sysconfig.get_paths()["include"])'
 #
 # Why: a Python newer than this machine's distribution (3.14 on a Debian
@@ -45,10 +45,10 @@ loader=${loaders[0]}
 mkdir -p "$(dirname "$wrapper")"
 cat > "$wrapper.tmp" <<WRAPPER
 #!/bin/sh
-# Written by build_tools/debian_python.sh: Debian's CPython $version from $(basename "$root"), with its own C library.
+# Written by scripts/debian_python.sh: Debian's CPython $version from $(basename "$root"), with its own C library.
 exec "$loader" --library-path "${multiarch[0]}" "$root/usr/bin/python$version" "\$@"
 WRAPPER
 chmod +x "$wrapper.tmp"
 mv "$wrapper.tmp" "$wrapper"
-python3 "$(dirname "$0")/find_python.py" --with-headers "$wrapper" >/dev/null ||
+python3 "$(dirname "$0")/../build_tools/find_python.py" --with-headers "$wrapper" >/dev/null ||
   { echo "debian_python.sh: $wrapper runs, but finds no Python.h" >&2; exit 1; }

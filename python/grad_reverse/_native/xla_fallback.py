@@ -16,7 +16,7 @@ import tensorflow as tf
 from tensorflow.python.framework import kernels as _kernels  # private: no public equivalent
 from tensorflow.python.ops import control_flow_util as _control_flow_util  # private
 
-from grad_reverse import options
+from grad_reverse._native import settings
 
 _warned = False
 
@@ -49,7 +49,7 @@ def use_fallback(build_info: dict) -> bool:
     global _warned
     if not in_xla_context():
         return False
-    if options.xla_fallback() == options.ALWAYS:
+    if settings.xla_fallback() == settings.ALWAYS:
         return True
     missing = missing_xla_devices(build_info)
     if not missing:
