@@ -1,4 +1,5 @@
-"""The gradient reversal factor lambda over training: one ramp, three uses.
+"""The schedules over training: the gradient reversal factor lambda (one ramp,
+three uses) and the learning rate.
 
 `ramp` is the adaptation-factor curve of Ganin et al. (JMLR 2016),
 `lambda_max * (2 / (1 + exp(-gamma * p)) - 1)`; the others build on it:
@@ -9,7 +10,10 @@
 * `lambda_at_step`, `warm_start_lambda`, `scheduled_lambda`: the ramp as a
   float32 tensor inside a training step (`grad_reverse.DANN`, `CDAN`, `MDD`),
   from a step counter, so it is exact per step under `steps_per_execution > 1`
-  and XLA; `ScheduleState` holds that counter.
+  and XLA; `ScheduleState` holds that counter;
+* `DANNLearningRateSchedule`: the paper's learning-rate decay, and
+  `ScaledLearningRate`, another schedule scaled (a part's own rate in
+  `compile(part_optimizers=...)`).
 """
 
 from __future__ import annotations
@@ -26,6 +30,14 @@ _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 # keras.Variable exists in Keras 3 only; Keras 2 layers hold tf.Variables.
 VariableLike = Union[tf.Variable, getattr(keras, "Variable", tf.Variable)]
+
+
+def finite(name: str, value: float) -> float:
+    """`value` as a float; ValueError naming `name` when it is not finite (the models' number arguments)."""
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value}")
+    return value
 
 
 def ramp(progress: Any, gamma: float, lambda_max: float, exp: Callable[[Any], Any] = math.exp) -> Any:
@@ -245,3 +257,70 @@ class DANNLambdaSchedule(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch: int, logs: Optional[dict[str, Any]] = None) -> None:
         self._add_to_logs(logs)
+
+
+@keras.saving.register_keras_serializable(package="grad_reverse")
+class DANNLearningRateSchedule(keras.optimizers.schedules.LearningRateSchedule):
+    """`initial_learning_rate / (1 + alpha * p) ** beta`, `p = step / decay_steps` (clipped to 1).
+
+    Ganin et al. (JMLR 2016, §5.2.2) anneal the learning rate this way with
+    `mu_0 = 0.01, alpha = 10, beta = 0.75`, `p` being the training progress
+    from 0 to 1. `decay_steps` is the number of optimizer steps of the whole
+    training (`epochs * steps_per_epoch`); after it the rate stays at
+    `initial_learning_rate / (1 + alpha) ** beta`.
+    """
+
+    def __init__(
+        self,
+        initial_learning_rate: float = 0.01,
+        decay_steps: int = 1,
+        alpha: float = 10.0,
+        beta: float = 0.75,
+    ) -> None:
+        super().__init__()
+        self.initial_learning_rate = finite("initial_learning_rate", initial_learning_rate)
+        if isinstance(decay_steps, bool) or not isinstance(decay_steps, int) or decay_steps < 1:
+            raise ValueError(
+                f"decay_steps must be an integer of at least 1 (the fit's total steps), got {decay_steps!r}"
+            )
+        self.decay_steps = decay_steps
+        self.alpha = finite("alpha", alpha)
+        self.beta = finite("beta", beta)
+
+    def __call__(self, step: Any) -> tf.Tensor:
+        progress = tf.minimum(tf.cast(step, tf.float32) / float(self.decay_steps), 1.0)
+        return self.initial_learning_rate / tf.pow(1.0 + self.alpha * progress, self.beta)
+
+    def get_config(self) -> dict[str, Any]:
+        return {
+            "initial_learning_rate": self.initial_learning_rate,
+            "decay_steps": self.decay_steps,
+            "alpha": self.alpha,
+            "beta": self.beta,
+        }
+
+
+@keras.saving.register_keras_serializable(package="grad_reverse")
+class ScaledLearningRate(keras.optimizers.schedules.LearningRateSchedule):
+    """`scale * schedule(step)`: another schedule's learning rate, scaled.
+
+    `DANN.compile(part_optimizers={"feature_extractor": 0.1})` gives the
+    feature extractor a copy of the model's optimizer whose learning rate
+    is a tenth of the model's at every step; when that rate is a schedule
+    (`DANNLearningRateSchedule`), the copy's is this wrapper of it.
+    """
+
+    def __init__(self, schedule: Any, scale: float) -> None:
+        super().__init__()
+        if isinstance(schedule, dict):  # from_config
+            schedule = keras.optimizers.schedules.deserialize(schedule)
+        if not isinstance(schedule, keras.optimizers.schedules.LearningRateSchedule):
+            raise TypeError(f"ScaledLearningRate: schedule must be a Keras LearningRateSchedule, got {schedule!r}")
+        self.schedule = schedule
+        self.scale = finite("ScaledLearningRate: scale", scale)
+
+    def __call__(self, step: Any) -> tf.Tensor:
+        return self.scale * tf.cast(self.schedule(step), tf.float32)
+
+    def get_config(self) -> dict[str, Any]:
+        return {"schedule": keras.optimizers.schedules.serialize(self.schedule), "scale": self.scale}

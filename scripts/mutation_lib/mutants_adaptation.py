@@ -124,7 +124,7 @@ ADAPTATION_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         name="dann-no-reversal",
         promise="the paper's ramp makes the encoder domain-invariant (the domain gradient reaches it reversed)",
-        file="adaptation/model.py",
+        file="adaptation/domain_head.py",
         edits=(
             (
                 "self.domain_head(grad_reverse(features, lambda_), training=True)",

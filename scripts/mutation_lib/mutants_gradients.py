@@ -18,7 +18,7 @@ GRADIENT_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         name="domain-head-input-without-gradient",
         promise="DANN's and CDAN's features learn from the domain head, reversed (no stop-gradient before it)",
-        file="adaptation/model.py",
+        file="adaptation/domain_head.py",
         edits=(
             (
                 "self.domain_head(grad_reverse(features, lambda_), training=True)",

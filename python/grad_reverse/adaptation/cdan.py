@@ -46,8 +46,8 @@ import tensorflow as tf
 
 from grad_reverse._keras import keras
 from grad_reverse.adaptation.domain_head import MEAN_OVER_BATCH, MEAN_OVER_DOMAINS, DomainHeadModel, domain_term
-from grad_reverse.adaptation.model import class_log_probabilities
-from grad_reverse.adaptation.parts import tell_from_logits
+from grad_reverse.adaptation.networks import class_log_probabilities
+from grad_reverse.adaptation.networks import tell_from_logits
 from grad_reverse.ops import grad_reverse
 
 RANDOMIZED_SWITCH = 4096  # dim(f) * classes above which `randomized=None` picks the randomized map

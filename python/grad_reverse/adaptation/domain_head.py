@@ -39,9 +39,10 @@ from typing import Any, Optional
 import tensorflow as tf
 
 from grad_reverse._keras import keras
-from grad_reverse.adaptation.data import finite
 from grad_reverse.adaptation.model import AdversarialModel
-from grad_reverse.adaptation.parts import activation_name, check_part
+from grad_reverse.adaptation.networks import activation_name, check_part
+from grad_reverse.ops import grad_reverse
+from grad_reverse.schedule import finite
 
 SUM_OVER_DOMAINS = "sum_over_domains"
 MEAN_OVER_DOMAINS = "mean_over_domains"
@@ -248,3 +249,8 @@ class DomainHeadModel(AdversarialModel):
         """Builds an unbuilt domain head on `inputs` (one point of what it will see)."""
         if not self.domain_head.built:
             self.domain_head(inputs, training=False)
+
+    def _domain_prediction(self, features: tf.Tensor, lambda_: tf.Tensor) -> tf.Tensor:
+        """The domain head on what it sees, behind the reversal: DANN's features, or CDAN's
+        map of the features and class probabilities."""
+        return self.domain_head(grad_reverse(features, lambda_), training=True)

@@ -39,9 +39,10 @@ from typing import Any, Optional
 import tensorflow as tf
 
 from grad_reverse._keras import keras
-from grad_reverse.adaptation.data import finite
-from grad_reverse.adaptation.model import AdversarialModel, class_log_probabilities
-from grad_reverse.adaptation.parts import activation_name, check_part, tell_from_logits
+from grad_reverse.schedule import finite
+from grad_reverse.adaptation.model import AdversarialModel
+from grad_reverse.adaptation.networks import class_log_probabilities
+from grad_reverse.adaptation.networks import activation_name, check_part, tell_from_logits
 from grad_reverse.ops import grad_reverse
 
 FORMS = ("classification", "regression")

@@ -25,12 +25,11 @@ import tensorflow as tf
 
 from grad_reverse._keras import KERAS_3, keras
 from grad_reverse.adaptation import keras_compat
-from grad_reverse.adaptation.data import fit_batches, finite
-from grad_reverse.adaptation.parts import build_on_one_point
+from grad_reverse.adaptation.batches import fit_batches
+from grad_reverse.adaptation.networks import build_on_one_point
 from grad_reverse.adaptation.resume import StartFollowsKeras, from_position
 from grad_reverse.adaptation.optimizers import build_every_optimizer, make_part_optimizers, optimizer_groups
-from grad_reverse.ops import grad_reverse
-from grad_reverse.schedule import ScheduleState, check_schedule, scheduled_lambda
+from grad_reverse.schedule import ScheduleState, check_schedule, finite, scheduled_lambda
 
 
 class _AdversarialMetrics:
@@ -96,40 +95,6 @@ def track_label_loss(model: Any, loss: tf.Tensor, batch_size: tf.Tensor) -> None
         unscaled = loss * tf.cast(replicas_in_sync(), loss.dtype)
         model._loss_tracker.update_state(unscaled, sample_weight=batch_size)
     # Keras 2: compute_loss (compiled_loss) has updated it already.
-
-
-# Clips probabilities before the log (a head's softmax may give exact 0).
-_TINY = 1e-12
-
-
-def class_log_probabilities(method: str, y: tf.Tensor, from_logits: bool, activation: Optional[str]) -> tf.Tensor:
-    """Log-probabilities [batch, classes] (float32) from a label head's output `y` [batch, units]
-    (CDAN's conditioning, MDD's disparity).
-
-    Probabilities when the head's last activation is softmax (or sigmoid on one
-    unit), logits when it is linear. One unit is a binary task: P(class 1) = p
-    (or sigmoid(logit)), worked as the two classes `[1 - p, p]`. Several sigmoid
-    units are refused: they are independent labels, not one distribution.
-    """
-    if y.shape.rank != 2 or y.shape[-1] is None:
-        raise ValueError(
-            f"{method}: the label head must output [batch, classes] (one unit for a binary task) "
-            f"to give class probabilities, got shape {y.shape}"
-        )
-    y = tf.cast(y, tf.float32)
-    units = y.shape[-1]
-    if units == 1:
-        if from_logits:
-            return tf.concat([tf.math.log_sigmoid(-y), tf.math.log_sigmoid(y)], axis=-1)
-        return tf.math.log(tf.clip_by_value(tf.concat([1.0 - y, y], axis=-1), _TINY, 1.0))
-    if activation == "sigmoid" and not from_logits:
-        raise ValueError(
-            f"{method}: a label head with {units} sigmoid units gives independent labels, not class "
-            "probabilities; accepted: softmax over the classes, one sigmoid unit (binary), or logits"
-        )
-    if from_logits:
-        return tf.nn.log_softmax(y, axis=-1)
-    return tf.math.log(tf.clip_by_value(y, _TINY, 1.0))
 
 
 class AdversarialModel(keras.Model):
@@ -251,11 +216,6 @@ class AdversarialModel(keras.Model):
 
     def _prepare_adversary(self, features: tf.Tensor) -> None:
         """Builds (or checks) the adversary's parts on one batch of `features`, before training."""
-
-    def _domain_prediction(self, features: tf.Tensor, lambda_: tf.Tensor) -> tf.Tensor:
-        """The domain head (of DANN, CDAN) on what it sees, behind the reversal: DANN's
-        features, or CDAN's map of the features and class probabilities."""
-        return self.domain_head(grad_reverse(features, lambda_), training=True)
 
     # --- the training step -----------------------------------------------------------
 

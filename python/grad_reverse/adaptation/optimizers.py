@@ -15,9 +15,8 @@ the model's times the number at every step, a schedule included
 (`ScaledLearningRate`). Anything else is an optimizer as `compile` takes
 one (an instance, a name, a config).
 
-The learning rates over training live here too: `DANNLearningRateSchedule`,
-the paper's decay `mu_0 / (1 + alpha * p) ** beta`, and `ScaledLearningRate`,
-another schedule scaled (what a part's scale makes of the model's schedule).
+A part's scaled rate follows the model's rate at every step, a schedule
+included (`grad_reverse.schedule.ScaledLearningRate`).
 """
 
 from __future__ import annotations
@@ -25,11 +24,10 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping, Optional
 
-import tensorflow as tf
 
 from grad_reverse._keras import keras
 from grad_reverse.adaptation import keras_compat
-from grad_reverse.adaptation.data import finite
+from grad_reverse.schedule import ScaledLearningRate
 
 # The parts that may have their own optimizer, as named in `part_optimizers`.
 PARTS = ("feature_extractor", "domain_head")
@@ -135,70 +133,3 @@ def build_every_optimizer(model: Any, part_optimizers: Mapping[str, Any]) -> Non
             # Keras 2's legacy optimizers (optimizer_v2) have no build: they make their slots on the first step.
             if hasattr(optimizer, "build") and not keras_compat.optimizer_built(optimizer):
                 optimizer.build(variables)
-
-
-@keras.saving.register_keras_serializable(package="grad_reverse")
-class DANNLearningRateSchedule(keras.optimizers.schedules.LearningRateSchedule):
-    """`initial_learning_rate / (1 + alpha * p) ** beta`, `p = step / decay_steps` (clipped to 1).
-
-    Ganin et al. (JMLR 2016, §5.2.2) anneal the learning rate this way with
-    `mu_0 = 0.01, alpha = 10, beta = 0.75`, `p` being the training progress
-    from 0 to 1. `decay_steps` is the number of optimizer steps of the whole
-    training (`epochs * steps_per_epoch`); after it the rate stays at
-    `initial_learning_rate / (1 + alpha) ** beta`.
-    """
-
-    def __init__(
-        self,
-        initial_learning_rate: float = 0.01,
-        decay_steps: int = 1,
-        alpha: float = 10.0,
-        beta: float = 0.75,
-    ) -> None:
-        super().__init__()
-        self.initial_learning_rate = finite("initial_learning_rate", initial_learning_rate)
-        if isinstance(decay_steps, bool) or not isinstance(decay_steps, int) or decay_steps < 1:
-            raise ValueError(
-                f"decay_steps must be an integer of at least 1 (the fit's total steps), got {decay_steps!r}"
-            )
-        self.decay_steps = decay_steps
-        self.alpha = finite("alpha", alpha)
-        self.beta = finite("beta", beta)
-
-    def __call__(self, step: Any) -> tf.Tensor:
-        progress = tf.minimum(tf.cast(step, tf.float32) / float(self.decay_steps), 1.0)
-        return self.initial_learning_rate / tf.pow(1.0 + self.alpha * progress, self.beta)
-
-    def get_config(self) -> dict[str, Any]:
-        return {
-            "initial_learning_rate": self.initial_learning_rate,
-            "decay_steps": self.decay_steps,
-            "alpha": self.alpha,
-            "beta": self.beta,
-        }
-
-
-@keras.saving.register_keras_serializable(package="grad_reverse")
-class ScaledLearningRate(keras.optimizers.schedules.LearningRateSchedule):
-    """`scale * schedule(step)`: another schedule's learning rate, scaled.
-
-    `DANN.compile(part_optimizers={"feature_extractor": 0.1})` gives the
-    feature extractor a copy of the model's optimizer whose learning rate
-    is a tenth of the model's at every step; when that rate is a schedule
-    (`DANNLearningRateSchedule`), the copy's is this wrapper of it.
-    """
-
-    def __init__(self, schedule: Any, scale: float) -> None:
-        super().__init__()
-        if isinstance(schedule, dict):  # from_config
-            schedule = keras.optimizers.schedules.deserialize(schedule)
-        if not isinstance(schedule, keras.optimizers.schedules.LearningRateSchedule):
-            raise TypeError(f"ScaledLearningRate: schedule must be a Keras LearningRateSchedule, got {schedule!r}")
-        self.schedule = schedule
-        self.scale = finite("ScaledLearningRate: scale", scale)
-
-    def __call__(self, step: Any) -> tf.Tensor:
-        return self.scale * tf.cast(self.schedule(step), tf.float32)
-
-    def get_config(self) -> dict[str, Any]:
-        return {"schedule": keras.optimizers.schedules.serialize(self.schedule), "scale": self.scale}

@@ -25,14 +25,6 @@ DEFAULT_BATCH_SIZE = 64
 UNKNOWN_LENGTH_SHUFFLE_BUFFER = 10_000
 
 
-def finite(name: str, value: float) -> float:
-    """`value` as a float; ValueError naming `name` when it is not finite (the models' number arguments)."""
-    value = float(value)
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, got {value}")
-    return value
-
-
 def split_batch_size(batch_size: int, source_fraction: float = 0.5) -> tuple[int, int]:
     """`(source, target)` points per batch: `batch_size` split by `source_fraction`."""
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 2:

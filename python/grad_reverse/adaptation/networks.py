@@ -1,7 +1,7 @@
-"""The parts an adaptation model is built from (feature extractor, heads):
-the checks at construction and compile, and how a head's last activation is
-read, and the first build on one point. Used when a model is built,
-compiled or starts a fit, never inside a training step."""
+"""The networks an adaptation model is built from (feature extractor, heads):
+the checks at construction and compile, how a head's last activation is
+read, the first build on one point, and a label head's output as class
+log-probabilities (CDAN's conditioning, MDD's disparity, inside the step)."""
 
 from __future__ import annotations
 
@@ -54,3 +54,37 @@ def build_on_one_point(model: Any, spec: tf.TensorSpec) -> None:
         model._prepare_adversary(model.feature_extractor(point, training=False))
         if not model.built:
             model(point, training=False)
+
+
+# Clips probabilities before the log (a head's softmax may give exact 0).
+_TINY = 1e-12
+
+
+def class_log_probabilities(method: str, y: tf.Tensor, from_logits: bool, activation: Optional[str]) -> tf.Tensor:
+    """Log-probabilities [batch, classes] (float32) from a label head's output `y` [batch, units]
+    (CDAN's conditioning, MDD's disparity).
+
+    Probabilities when the head's last activation is softmax (or sigmoid on one
+    unit), logits when it is linear. One unit is a binary task: P(class 1) = p
+    (or sigmoid(logit)), worked as the two classes `[1 - p, p]`. Several sigmoid
+    units are refused: they are independent labels, not one distribution.
+    """
+    if y.shape.rank != 2 or y.shape[-1] is None:
+        raise ValueError(
+            f"{method}: the label head must output [batch, classes] (one unit for a binary task) "
+            f"to give class probabilities, got shape {y.shape}"
+        )
+    y = tf.cast(y, tf.float32)
+    units = y.shape[-1]
+    if units == 1:
+        if from_logits:
+            return tf.concat([tf.math.log_sigmoid(-y), tf.math.log_sigmoid(y)], axis=-1)
+        return tf.math.log(tf.clip_by_value(tf.concat([1.0 - y, y], axis=-1), _TINY, 1.0))
+    if activation == "sigmoid" and not from_logits:
+        raise ValueError(
+            f"{method}: a label head with {units} sigmoid units gives independent labels, not class "
+            "probabilities; accepted: softmax over the classes, one sigmoid unit (binary), or logits"
+        )
+    if from_logits:
+        return tf.nn.log_softmax(y, axis=-1)
+    return tf.math.log(tf.clip_by_value(y, _TINY, 1.0))
