@@ -162,7 +162,7 @@ def main(argv: list) -> int:
     debug_port = free_port()
     profile = tempfile.mkdtemp(prefix="docs-site-chromium-")
     process = subprocess.Popen(
-        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", f"--user-data-dir={profile}",
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", f"--user-data-dir={profile}",
          f"--remote-debugging-port={debug_port}", f"--window-size={WIDTH},{HEIGHT}", "about:blank"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
