@@ -86,6 +86,13 @@ def _compiled(build: dict[str, Any], feature: str) -> str:
     return f"{answer} ({note})" if note else answer
 
 
+# What a line means, in plain words, printed under it (keys whose name is jargon).
+PLAIN_WORDS = {
+    "streaming_stores": "how the CPU backward writes a gradient of 16 MiB or more: streaming stores bypass "
+    "the CPU cache, faster on some machines and sizes, slower on others, hence measured; results are the same",
+}
+
+
 def print_info() -> None:
     for key, value in collect().items():
         if isinstance(value, dict):
@@ -93,6 +100,8 @@ def print_info() -> None:
                 print(f"{'kernels ' + op:28s} {', '.join(devices)}")
         else:
             print(f"{key:28s} {value}")
+            if key in PLAIN_WORDS:
+                print(f"{'':28s} ({PLAIN_WORDS[key]})")
 
 
 def _run(args: Any) -> int:

@@ -13,14 +13,14 @@ import numpy as np
 import tensorflow as tf
 
 from grad_reverse._keras import keras
-from grad_reverse.ops import LAMBDA_ACCEPTED, LambdaLike, grad_reverse
+from grad_reverse.ops import LAMBDA_ACCEPTED, InvalidLambdaError, LambdaLike, grad_reverse
 
 
 def check_lambda_kind(lambda_: LambdaLike) -> None:
     """Raises TypeError for a lambda_ the op cannot take (None, a bool, a
-    string, an object that is no number), ValueError for one whose shape is
-    known now and is not a scalar (a list, an array, a tensor or variable of
-    rank 1 or more)."""
+    string, an object that is no number), InvalidLambdaError (a ValueError, as
+    `grad_reverse()` raises) for one whose shape is known now and is not a
+    scalar (a list, an array, a tensor or variable of rank 1 or more)."""
     if lambda_ is None or isinstance(lambda_, (bool, np.bool_, str, bytes)):
         raise TypeError(f"lambda_ must be {LAMBDA_ACCEPTED}, got {lambda_!r}")
     shape = getattr(lambda_, "shape", None)
@@ -32,11 +32,13 @@ def check_lambda_kind(lambda_: LambdaLike) -> None:
         return
     shape = tf.TensorShape(shape)
     if shape.rank is not None and shape.rank != 0:
-        raise ValueError(f"lambda_ must be a scalar (shape []), got shape {shape.as_list()}: {LAMBDA_ACCEPTED}")
+        raise InvalidLambdaError(
+            None, None, f"lambda_ must be a scalar (shape []), got shape {shape.as_list()}: {LAMBDA_ACCEPTED}"
+        )
 
 
 def check_finite_lambda(lambda_: LambdaLike) -> None:
-    """Raises ValueError for a non-finite lambda whose value is known now: a
+    """Raises InvalidLambdaError (a ValueError) for a non-finite lambda whose value is known now: a
     number or an eager tensor. A variable's value is read by the op at every
     step instead (it changes), which XLA cannot check (see README)."""
     if isinstance(lambda_, numbers.Real) and not isinstance(lambda_, (bool, np.bool_)):
@@ -46,7 +48,7 @@ def check_finite_lambda(lambda_: LambdaLike) -> None:
     else:
         return
     if not np.all(np.isfinite(value)):
-        raise ValueError(f"lambda_ must be finite, got {value}")
+        raise InvalidLambdaError(None, None, f"lambda_ must be finite, got {value}")
 
 
 def make_layer_class(keras: ModuleType) -> type:
@@ -62,7 +64,8 @@ def make_layer_class(keras: ModuleType) -> type:
             steps (no retracing). `get_config` stores its current value, so a
             reloaded layer holds a plain number. Checked here: anything else
             (None, a string) is a TypeError; a non-scalar (a list, an array)
-            and a non-finite number or eager tensor are a ValueError, since
+            and a non-finite number or eager tensor are an InvalidLambdaError (a
+            ValueError and a tf.errors.InvalidArgumentError, as `grad_reverse()` raises), since
             under XLA a captured tensor's value cannot be checked at run time.
 
         With `training=False` (inference, `model.predict`) the layer returns

@@ -51,8 +51,23 @@ LAMBDA_ACCEPTED = "a real number, a float scalar tensor or a scalar tf.Variable 
 _KERAS_VARIABLE = getattr(keras, "Variable", None)
 
 
-def _invalid_argument(message: str) -> tf.errors.InvalidArgumentError:
-    return tf.errors.InvalidArgumentError(None, None, message)
+class InvalidLambdaError(tf.errors.InvalidArgumentError, ValueError):
+    """A `lambda_` whose shape or value is wrong (not a scalar, not finite),
+    found before the op runs.
+
+    One type for one mistake: `grad_reverse()` and the `GradReverse` layer
+    raise it alike. It is a `tf.errors.InvalidArgumentError` (what the op's
+    kernel raises for a lambda known only at run time) and a `ValueError`
+    (what a Keras layer raises for a bad argument, and what the layer on JAX
+    and PyTorch raises), so code that catches either catches it. Made as
+    TensorFlow's errors are, `InvalidLambdaError(None, None, message)`: inside
+    a `tf.function`, AutoGraph re-raises an error of that signature as its own
+    type (any other becomes a StagingError).
+    """
+
+
+def _invalid_argument(message: str) -> InvalidLambdaError:
+    return InvalidLambdaError(None, None, message)
 
 
 _EAGER_CONSTANTS: dict[float, tf.Tensor] = {}

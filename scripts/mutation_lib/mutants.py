@@ -45,8 +45,8 @@ OP_AND_SERVING_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         name="overwrite-replaces-any-folder",
         promise="--overwrite replaces only a SavedModel or an empty folder; a folder of other files is refused",
-        file="serving/servable.py",
-        edits=(("if not any_directory and not _is_saved_model(dst) and any(dst.iterdir()):", "if False:"),),
+        file="serving/destination.py",
+        edits=(("if not any_directory and not is_saved_model(dst) and any(dst.iterdir()):", "if False:"),),
         tests=(
             T + "serving/test_serving_bad_inputs.py::"
             "test_overwrite_refuses_a_folder_that_is_not_a_saved_model_and_names_what_is_in_it",

@@ -131,6 +131,8 @@ def test_cli_writes_json_and_plot(tmp_path, capsys):
     )
     printed = capsys.readouterr().out
     assert "ref/ native/" in printed and "chain" in printed and "native/(identity+read)" in printed
+    # The short summary comes first, above the full table.
+    assert printed.index("summary (ratios taken round by round") < printed.index("ref/ native/")
     payload = json.loads((tmp_path / "bench.json").read_text())
     rows = [r for r in payload["results"] if r["case"] == "fwd+bwd"]
     assert {r["size"] for r in rows} == {256, 1024}

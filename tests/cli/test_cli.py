@@ -304,3 +304,48 @@ def test_a_bad_serving_path_is_reported_before_tensorflow_loads(tmp_path, comman
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip() == f"{command[0]}: error: {path}: {says}"
     assert not (tmp_path / "dst").exists()
+
+
+def test_info_says_what_streaming_stores_are_in_plain_words(monkeypatch, capsys):
+    from grad_reverse import info
+
+    monkeypatch.setattr(info, "collect", lambda: {"cpu_path": "avx2", "streaming_stores": "off (forced at run time)"})
+    info.print_info()
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].split() == ["streaming_stores", "off", "(forced", "at", "run", "time)"]
+    assert "bypass the CPU cache" in lines[2] and "results are the same" in lines[2], lines
+    assert lines[2].startswith(" " * 28), "the explanation sits under the value"
+
+
+@pytest.mark.parametrize(
+    "dst_kind, says",
+    [
+        ("file", "exists and is not a directory; not replacing it: choose another DST"),
+        ("saved_model", "already exists; pass --overwrite to replace it"),
+        ("inside_src", "DST must be outside SRC"),
+    ],
+)
+def test_a_bad_make_servable_destination_is_reported_before_tensorflow_loads(tmp_path, dst_kind, says):
+    # As for a bad SRC above: a `tensorflow` that refuses to import comes first on the path.
+    fake = tmp_path / "fake" / "tensorflow"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('tensorflow was imported')\n")
+    src = tmp_path / "src"
+    src.mkdir()
+    dst = src / "copy" if dst_kind == "inside_src" else tmp_path / "dst"
+    if dst_kind == "file":
+        dst.write_text("someone's file")
+    elif dst_kind == "saved_model":
+        dst.mkdir()
+        (dst / "saved_model.pb").write_bytes(b"")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(fake.parent), str(Path(grad_reverse.__file__).parents[1])]))
+    result = subprocess.run(
+        [sys.executable, "-m", "grad_reverse", "make-servable", str(src), str(dst)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().startswith(f"make-servable: error: {dst}: {says}"), result.stderr
+    assert "tensorflow was imported" not in result.stderr

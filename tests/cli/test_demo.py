@@ -124,7 +124,8 @@ def test_cli_registers_demo_with_its_options():
     assert callable(args.run)
     defaults = parser.parse_args(["demo"])
     # No --steps: the moons demo's default (a comparison has its own: tests/cli/test_demo_methods.py).
-    assert (defaults.out, defaults.seeds, defaults.steps) == (DEFAULT_OUT, None, None)
+    assert (defaults.out, defaults.seeds, defaults.steps) == (None, None, None)
+    assert cli.output_folder(defaults) == DEFAULT_OUT
     assert cli.default_steps(defaults) == DEFAULT_STEPS
     with pytest.raises(SystemExit):
         parser.parse_args(["demo", "--steps", "0"])

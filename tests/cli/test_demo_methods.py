@@ -14,7 +14,16 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from grad_reverse.demo import DEFAULT_STEPS, cli, method_runs, methods_experiment, plot, plot_accuracy
+from grad_reverse.demo import (
+    DEFAULT_OUT,
+    DEFAULT_STEPS,
+    cli,
+    method_runs,
+    methods_experiment,
+    plot,
+    plot_accuracy,
+    problems,
+)
 from grad_reverse.demo.models import predicted_class
 from grad_reverse.demo.problems import CHOICES, IMAGE_PROBLEMS, PROBLEMS
 
@@ -255,3 +264,39 @@ def test_without_matplotlib_the_pictures_are_skipped_not_a_crash(monkeypatch, tm
     assert plot_accuracy.plot_target_accuracy(path, {"accuracy": {}}) is None
     assert plot.plot_decision_boundaries(path, PROBLEMS["blobs"](0), []) is None
     assert not os.path.exists(path)
+
+
+def test_a_short_run_says_what_the_problem_expects(short_run):
+    _, stdout, _, _ = short_run
+    # Blobs is built for DANN to lose: the console says so under the table, with what is checked.
+    after_table = stdout[stdout.index("method          min   mean    max fit s/seed") :]
+    assert "DANN, which aligns the domains' features as a whole, is meant to lose to source-only" in after_table
+    assert "Checked (mean target accuracy; exit status 1 if not): cdan > dann, cdan > source_only." in after_table
+
+
+def test_the_expectation_names_only_the_checks_of_methods_that_ran():
+    assert problems.expectation("blobs", ["source_only", "mdd"]).splitlines()[1:] == []
+    assert "cdan_e > source_only" in problems.expectation("moons", ["source_only", "cdan_e"])
+    assert problems.expectation("fashion-mnist-m", ["dann"]) == ""
+
+
+def test_a_comparison_writes_to_a_folder_of_its_problem_by_default():
+    parse = demo_parser().parse_args
+    assert cli.output_folder(parse(["demo"])) == DEFAULT_OUT
+    assert cli.output_folder(parse(["demo", "--problem", "blobs"])) == os.path.join(DEFAULT_OUT, "blobs")
+    assert cli.output_folder(parse(["demo", "--methods", "dann"])) == os.path.join(DEFAULT_OUT, "moons")
+    assert cli.output_folder(parse(["demo", "--problem", "blobs", "--out", "mine"])) == "mine"
+
+
+def test_an_output_folder_holding_another_kind_of_run_is_refused_before_training(tmp_path, capsys):
+    parse = demo_parser().parse_args
+    (tmp_path / "results.json").write_text(json.dumps({"setup": {}, "runs": [], "mean_target": {}}))  # the moons demo's
+    assert cli.preflight(parse(["demo", "--out", str(tmp_path)])) is None  # a rerun of the same kind
+    assert cli.preflight(parse(["demo", "--problem", "blobs", "--out", str(tmp_path)])) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"demo: {tmp_path} holds the results of the moons demo (source-only and DANN)"), err
+    assert "choose another --out, or delete that folder" in err
+    (tmp_path / "results.json").write_text(json.dumps({"problem": "blobs", "accuracy": {}}))
+    assert cli.preflight(parse(["demo", "--problem", "blobs", "--out", str(tmp_path)])) is None
+    assert cli.preflight(parse(["demo", "--out", str(tmp_path)])) == 2
+    assert "holds the results of a comparison of methods on blobs" in capsys.readouterr().err

@@ -224,3 +224,19 @@ def test_the_docstring_says_model_export_keeps_the_op_and_export_serving_leaves_
     assert "(inference, `model.predict`)" in doc and "`model.export`)" not in doc
     assert "`model.export` and `tf.saved_model.save`, which trace the model with `training` unset, keep the op" in doc
     assert "`grad_reverse.serving.export_serving` calls the model with `training=False`" in doc
+
+
+@pytest.mark.parametrize(
+    "bad, says",
+    [([1.0, 2.0], "must be a scalar"), (np.array([0.5]), "must be a scalar"), (float("nan"), "must be finite")],
+    ids=["list", "array", "nan"],
+)
+def test_a_vector_or_non_finite_lambda_is_one_error_type_from_the_function_and_the_layer(bad, says):
+    # One mistake, one type: a ValueError (as Keras layers raise) that is also
+    # the InvalidArgumentError the op raises for a lambda known only at run time.
+    with pytest.raises(ValueError, match=says) as from_function:
+        grad_reverse.grad_reverse(tf.ones([2, 3]), bad)
+    with pytest.raises(ValueError, match=says) as from_layer:
+        grad_reverse.GradReverse(lambda_=bad)(tf.ones([2, 3]))
+    assert type(from_function.value) is type(from_layer.value)
+    assert isinstance(from_layer.value, tf.errors.InvalidArgumentError)

@@ -330,3 +330,31 @@ def test_the_package_imports_without_tensorboard(tmp_path):
         env={**os.environ, "PYTHONPATH": str(package_root), "TF_CPP_MIN_LOG_LEVEL": "2"},
     )
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_without_tensorflow_and_keras_backend_a_jax_environment_hears_of_keras_backend_first(tmp_path):
+    # Keras' default backend is TensorFlow: a JAX user who did not set KERAS_BACKEND
+    # gets the import's error; it must open with the setting, not with installing TensorFlow.
+    (tmp_path / "jax").mkdir()
+    (tmp_path / "jax" / "__init__.py").write_text("")  # found by find_spec, as an installed JAX is
+    env = {k: v for k, v in os.environ.items() if k != "KERAS_BACKEND"}
+    env.update(
+        HOME=str(tmp_path), PYTHONPATH=os.pathsep.join([str(tmp_path), str(Path(grad_reverse.__file__).parents[1])])
+    )
+    code = "import sys; sys.modules['tensorflow'] = None; import grad_reverse"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 1
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("ImportError: Keras runs on TensorFlow, its default backend (KERAS_BACKEND is not set)"), (
+        last
+    )
+    assert "set KERAS_BACKEND=jax" in last and "pip install tensorflow" in last, last
+    # With KERAS_BACKEND=tensorflow said, the TensorFlow advice comes first, as before.
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=dict(env, KERAS_BACKEND="tensorflow"),
+        timeout=300,
+    )
+    assert result.stderr.strip().splitlines()[-1].startswith("ImportError: grad_reverse needs TensorFlow 2.15 or newer")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,8 +36,20 @@ try:
 except ModuleNotFoundError as error:
     if error.name != "tensorflow":
         raise
+    import importlib.util
+
+    # Keras on its default backend (no KERAS_BACKEND) in an environment with JAX or
+    # PyTorch and no TensorFlow: most likely that user wants the layer there; say so first.
+    _other = [name for name in ("jax", "torch") if importlib.util.find_spec(name) is not None]
+    _first = (
+        f"Keras runs on TensorFlow, its default backend (KERAS_BACKEND is not set), and this environment has "
+        f"{' and '.join(_other)} but no TensorFlow: for the GradReverse layer on {_other[0]}, set "
+        f"KERAS_BACKEND={_other[0]} (docs/keras-backends.md). For the rest of grad_reverse: "
+        if _other and not os.environ.get("KERAS_BACKEND")
+        else ""
+    )
     raise ImportError(
-        "grad_reverse needs TensorFlow 2.15 or newer (its own C++ libraries for 2.15 to 2.21, its "
+        _first + "grad_reverse needs TensorFlow 2.15 or newer (its own C++ libraries for 2.15 to 2.21, its "
         "stable-ABI library for any later release), and none is installed here: "
         '`pip install tensorflow` (with GPU support on Linux: `pip install "tensorflow[and-cuda]"`) '
         "or `pip install tensorflow-cpu`, then import grad_reverse again. "

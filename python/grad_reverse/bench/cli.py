@@ -196,7 +196,7 @@ def run(
     lambdas: Sequence[str] = cases.LAMBDA_KINDS,
     verbose: bool = False,
 ) -> list[Result]:
-    """Runs every case and prints the table; returns the results. With `out`,
+    """Runs every case and prints the summary, then the table; returns the results. With `out`,
     also writes bench.json and bench.png there (the command's default:
     DEFAULT_OUT) and prints their paths."""
     tf_dtype = tf.as_dtype(dtype)
@@ -219,6 +219,9 @@ def run(
     read_against_pooled_limits(results, kernel_rows, limits)
     machine = regime.describe()  # after the cases: the streaming-store measurement has run
     print(regime.format_machine(machine) + "\n")
+    # The headline first: the full table, the limits and the allocations follow.
+    print("summary (ratios taken round by round, median; the full table below):")
+    print("\n".join(summary(results)) + "\n")
     print(table.format_table(results))
     if limits:
         print("\n" + table.format_limits(limits, tf_dtype.size))
@@ -234,8 +237,6 @@ def run(
             f"{table.size_label(ALLOCATION_SIZE)} {dtype}, {ALLOCATION_SIZE * tf_dtype.size / 2**20:.0f} MiB "
             f"per tensor): " + ", ".join(f"{k} {v / 2**20:.1f} MiB" for k, v in allocations.items())
         )
-    print("\nsummary (ratios taken round by round, median):")
-    print("\n".join(summary(results)))
     if out:
         write_outputs(
             Path(out),

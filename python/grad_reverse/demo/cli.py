@@ -13,6 +13,8 @@ photographs are checked before TensorFlow loads: `preflight`)."""
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
 from typing import Any, Optional
 
@@ -60,10 +62,51 @@ def default_methods(args: argparse.Namespace) -> list:
     return list(IMAGE_METHODS if args.problem in IMAGE_PROBLEMS else METHODS)
 
 
+def output_folder(args: argparse.Namespace) -> str:
+    """`--out`, else the default folder of this kind of run: the moons demo's
+    ./grad_reverse_demo/, a comparison's ./grad_reverse_demo/PROBLEM/, so that
+    neither writes over the other's results.json, plots and export."""
+    if args.out:
+        return args.out
+    return DEFAULT_OUT if is_moons_demo(args) else os.path.join(DEFAULT_OUT, args.problem)
+
+
+def _run_kind(results: dict) -> str:
+    """What wrote a results.json, in words: the moons demo or a comparison on a problem."""
+    problem = results.get("problem")  # a comparison's results name their problem; the moons demo's do not
+    return f"a comparison of methods on {problem}" if problem else "the moons demo (source-only and DANN)"
+
+
+def _refuse_other_kind(args: argparse.Namespace) -> Optional[str]:
+    """Why the output folder may not be written: it holds another kind of run's
+    results (their results.json, plots and export would be mixed with this run's)."""
+    folder = output_folder(args)
+    try:
+        with open(os.path.join(folder, "results.json")) as file:
+            earlier = json.load(file)
+    except (OSError, ValueError):
+        return None  # none yet (or unreadable: nothing to protect that we can name)
+    if not isinstance(earlier, dict):
+        return None
+    this = f"a comparison of methods on {args.problem}" if not is_moons_demo(args) else _run_kind({})
+    other = _run_kind(earlier)
+    if other == this:
+        return None  # a rerun of the same kind replaces its own files
+    return (
+        f"{folder} holds the results of {other} (results.json); this run is {this} and would mix its "
+        "files with those: choose another --out, or delete that folder"
+    )
+
+
 def preflight(args: argparse.Namespace) -> Optional[int]:
-    """Checks that need no TensorFlow, answered at once with exit status 2: the options
-    that fit only one problem, and the image problem's data and photographs. The data
-    it read is kept for the run, `args.image_data`, so that the files are read once."""
+    """Checks that need no TensorFlow, answered at once with exit status 2: an output
+    folder holding another kind of run, the options that fit only one problem, and the
+    image problem's data and photographs. The data it read is kept for the run,
+    `args.image_data`, so that the files are read once."""
+    refused = _refuse_other_kind(args)
+    if refused:
+        print(f"demo: {refused}", file=sys.stderr)
+        return 2
     if args.problem not in IMAGE_PROBLEMS:
         if args.data is not None:
             print(f"demo: --data is for --problem {IMAGE_PROBLEMS[0]} only (not {args.problem})", file=sys.stderr)
@@ -134,13 +177,13 @@ def _run_and_judge(args: argparse.Namespace) -> tuple:
     if is_moons_demo(args):
         from grad_reverse.demo.experiment import run
 
-        result = run(args.out, seeds=seeds, steps=steps, quiet=args.quiet, loading_seconds=loading)
+        result = run(output_folder(args), seeds=seeds, steps=steps, quiet=args.quiet, loading_seconds=loading)
     else:
         from grad_reverse.demo.methods_experiment import run_methods
 
         data = {"data": _image_data(args)} if args.problem in IMAGE_PROBLEMS else {}
         result = run_methods(
-            args.out,
+            output_folder(args),
             args.problem,
             default_methods(args),
             seeds,
@@ -205,7 +248,9 @@ def add_cli(subparsers: Any) -> None:
         "/usr/share/datasets/fashion-mnist, then Keras' cache ~/.keras/datasets/fashion-mnist)",
     )
     parser.add_argument(
-        "--out", default=DEFAULT_OUT, metavar="DIR", help=f"output directory (default: ./{DEFAULT_OUT})"
+        "--out",
+        metavar="DIR",
+        help=f"output directory (default: ./{DEFAULT_OUT} for the moons demo, ./{DEFAULT_OUT}/PROBLEM for a comparison)",
     )
     parser.add_argument(
         "--seed",

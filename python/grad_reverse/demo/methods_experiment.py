@@ -14,7 +14,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from grad_reverse.demo import method_runs
+from grad_reverse.demo import method_runs, problems
 from grad_reverse.demo.experiment import RESULTS_NAME, panel_title, print_now, say_written
 from grad_reverse.demo.export_and_check import export_and_check
 from grad_reverse.demo.plot import plot_decision_boundaries
@@ -84,6 +84,9 @@ def run_methods(
     else:
         result = method_runs.run(problem, list(methods), seeds, steps, quiet, trained=keep)
         say("\n" + method_runs.table(result))
+        expected = problems.expectation(problem, list(methods))
+        if expected:
+            say(expected)
     result["mean_target"] = {m: float(np.mean(v)) for m, v in result["accuracy"].items()}
 
     result["plots"] = plots = {}

@@ -19,7 +19,8 @@ graphs do not need it:
 Modules: constants (shared names; imports nothing), saved_model_dir
 (reading/validating/writing the directory), rewrite (the graph edit), verify
 and signature_runner (the bitwise proof), staging (DST's hidden work folders,
-and the stale ones of killed runs), check, servable, export, cli. Names
+and the stale ones of killed runs), destination (whether DST may be written,
+without TensorFlow), check, servable, export, cli. Names
 below load their module on first use, so `add_cli` (argparse only) is cheap
 to import.
 """

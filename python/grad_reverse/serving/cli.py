@@ -35,7 +35,13 @@ def _preflight_check_serving(args: argparse.Namespace) -> Optional[int]:
 
 
 def _preflight_make_servable(args: argparse.Namespace) -> Optional[int]:
+    from grad_reverse.serving.destination import destination_problem  # paths only, no TensorFlow
+
     problem = _path_problem(args.src)
+    if not problem:
+        overwrite = args.overwrite or args.overwrite_any_directory
+        refused = destination_problem(Path(args.src), Path(args.dst), overwrite, args.overwrite_any_directory)
+        problem = f"{args.dst}: {refused[1]}" if refused else None
     if problem:
         print(f"make-servable: error: {problem}", file=sys.stderr)
         return EXIT_ERROR

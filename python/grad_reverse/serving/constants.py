@@ -6,6 +6,8 @@ here, below both, neither has to import the other.
 """
 
 SERVING_TAG = "serve"  # the tag set tensorflow_model_server loads by default
+# A SavedModel directory holds one of these (binary, or text).
+SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt")
 
 # make-servable's exit statuses (check-serving uses 0, 1 and 2 alike).
 EXIT_OK = 0  # DST written; every signature run and bitwise equal (or --allow-unverified / --no-verify said)

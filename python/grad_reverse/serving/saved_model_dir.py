@@ -17,8 +17,10 @@ from google.protobuf import text_format
 from google.protobuf.message import DecodeError
 from tensorflow.core.protobuf import saved_model_pb2
 
+from grad_reverse.serving.constants import SAVED_MODEL_FILES
+
 PathLike = Union[str, os.PathLike]
-BINARY_NAME, TEXT_NAME = "saved_model.pb", "saved_model.pbtxt"
+BINARY_NAME, TEXT_NAME = SAVED_MODEL_FILES
 # Op types that create variables; a graph holding one needs the variables folder.
 VARIABLE_OPS = frozenset({"VarHandleOp", "VariableV2", "Variable", "AutoReloadVariable"})
 _SHARD = re.compile(r"^variables\.data-(\d+)-of-(\d+)$")

@@ -28,13 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, TextIO
 
-from grad_reverse.serving import integrity, rewrite
+from grad_reverse.serving import destination, integrity, rewrite
 from grad_reverse.serving import staging as staging_folder
 from grad_reverse.serving.check import meta_graph_op_types, stock_op_types
 from grad_reverse.serving.constants import SERVING_TAG
 from grad_reverse.serving.saved_model_dir import (
-    BINARY_NAME,
-    TEXT_NAME,
     PathLike,
     SavedModelError,
     read_saved_model,
@@ -136,46 +134,10 @@ def make_servable(
 
 
 def _check_destination(src: Path, dst: Path, overwrite: bool, any_directory: bool) -> None:
-    source, target = src.resolve(), dst.resolve()
-    if target == source or source in target.parents or target in source.parents:
-        raise SavedModelError(dst, f"DST must be outside SRC ({src}) and must not contain it; SRC is never written")
-    if not (dst.exists() or dst.is_symlink()):
-        return
-    # Checked before `overwrite`, so that the advice never names a flag that
-    # would then be refused.
-    if not dst.is_dir() or dst.is_symlink():
-        raise SavedModelError(dst, "exists and is not a directory; not replacing it: choose another DST")
-    # --overwrite is for an earlier copy: a folder of other files is someone's work.
-    if not any_directory and not _is_saved_model(dst) and any(dst.iterdir()):
-        reason = (
-            f"is not a SavedModel (it holds {_listing(dst)}), and overwrite replaces only a SavedModel "
-            "or an empty directory; choose another DST, or delete it and its files with {}"
-        )
-        if not overwrite:
-            reason = (
-                f"already exists and is not a SavedModel (it holds {_listing(dst)}); choose another DST, "
-                "or delete it and its files with {}"
-            )
-        raise SavedModelError(
-            dst, reason.format("overwrite_any_directory=True"), cli_reason=reason.format("--overwrite-any-directory")
-        )
-    if not overwrite:
-        raise SavedModelError(
-            dst,
-            "already exists; pass overwrite=True to replace it",
-            cli_reason="already exists; pass --overwrite to replace it",
-        )
-
-
-def _is_saved_model(directory: Path) -> bool:
-    return any((directory / name).is_file() for name in (BINARY_NAME, TEXT_NAME))
-
-
-def _listing(directory: Path, shown: int = 3) -> str:
-    """'readme.txt, data/ and 4 more': what a user would lose."""
-    names = sorted(p.name + ("/" if p.is_dir() else "") for p in directory.iterdir())
-    more = f" and {len(names) - shown} more" if len(names) > shown else ""
-    return ", ".join(names[:shown]) + more
+    problem = destination.destination_problem(src, dst, overwrite, any_directory)
+    if problem:
+        reason, cli_reason = problem
+        raise SavedModelError(dst, reason, cli_reason=cli_reason)
 
 
 def _print_changes(report: ServableReport, out: TextIO) -> None:

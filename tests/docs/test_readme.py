@@ -1,6 +1,6 @@
 """The README and the manuals in docs/, run and resolved as written.
 
-For README.md and every docs/*.md (found each run, so a manual added later
+For README.md and every docs/**/*.md (found each run, so a manual added later
 is covered without touching this file):
 
 * every ```python block is executed;
@@ -9,8 +9,10 @@ is covered without touching this file):
 * every `python -m grad_reverse COMMAND` it shows must be a command;
 * every relative link must point to a file of this repository, and a link's
   `#anchor` to a heading of that file;
-* and every manual in docs/ must be linked from the README, so a reader
-  finds it.
+* every manual in docs/ must be linked from the README, and every results
+  page (docs/results/) from a manual, so a reader finds it;
+* and the README stays short (README_MAX_LINES) and quotes no test counts,
+  which every new test makes stale.
 
 Some blocks of docs/ use names the reader is expected to have (`x`,
 `features`, `model`, `path`): SETUP below defines them, the same for every
@@ -40,7 +42,10 @@ from grad_reverse._keras import KERAS_3, keras
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
-DOCUMENTS = [README, *sorted((ROOT / "docs").glob("*.md"))]
+DOCUMENTS = [README, *sorted((ROOT / "docs").rglob("*.md"))]
+MANUALS = sorted((ROOT / "docs").glob("*.md"))
+RESULTS = sorted((ROOT / "docs" / "results").glob("*.md"))
+README_MAX_LINES = 250
 # A fence may be indented (a block inside a list item); its code is dedented.
 FENCE = re.compile(r"^([ \t]*)```python[ \t]*\n(.*?)^\1```", re.MULTILINE | re.DOTALL)
 ANY_FENCE = re.compile(r"^([ \t]*)```.*?^\1```", re.MULTILINE | re.DOTALL)
@@ -251,11 +256,40 @@ def test_every_relative_link_resolves():
     assert not problems, "links that do not resolve:\n" + "\n".join(problems)
 
 
+def linked_from(documents: list) -> set:
+    return {
+        (document.parent / target.partition("#")[0]).resolve() for document in documents for target in links(document)
+    }
+
+
 def test_every_manual_in_docs_is_linked_from_the_readme():
-    linked = {(README.parent / target.partition("#")[0]).resolve() for target in links(README)}
-    unlinked = [relative(document) for document in DOCUMENTS[1:] if document.resolve() not in linked]
-    assert DOCUMENTS[1:], "docs/ holds no manual?"
+    linked = linked_from([README])
+    unlinked = [relative(document) for document in MANUALS if document.resolve() not in linked]
+    assert MANUALS, "docs/ holds no manual?"
     assert not unlinked, f"manuals in docs/ that the README does not link to: {unlinked}"
+
+
+def test_every_results_page_is_linked_from_a_manual():
+    linked = linked_from([README, *MANUALS])
+    unlinked = [relative(document) for document in RESULTS if document.resolve() not in linked]
+    assert RESULTS, "docs/results/ holds no page?"
+    assert not unlinked, f"results pages that no manual (nor the README) links to: {unlinked}"
+
+
+def test_the_readme_stays_short():
+    lines = len(README.read_text(encoding="utf-8").splitlines())
+    assert lines <= README_MAX_LINES, (
+        f"README.md has {lines} lines, more than {README_MAX_LINES}: move details to a manual in docs/ and link it"
+    )
+
+
+# "1168 passed, 62 skipped", "24 tests", "1324 not-slow tests": every new test makes them stale.
+TEST_COUNT = re.compile(r"\b\d+ (?:passed|skipped|failed|(?:not-slow |slow )?tests)\b")
+
+
+def test_the_readme_quotes_no_test_counts():
+    counts = TEST_COUNT.findall(README.read_text(encoding="utf-8"))
+    assert not counts, f"README.md quotes test counts, which go stale (keep them in docs/results/): {counts}"
 
 
 # The README's first screen: the two commands, then what the package is, then
