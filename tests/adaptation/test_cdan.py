@@ -257,9 +257,10 @@ def test_source_and_target_of_different_shapes_are_refused():
         model.fit(x_source, y_source.astype("int32"), target=np.zeros((16, 3), "float32"), verbose=0)
 
 
-def test_one_cdan_step_with_its_objective_reads_three_files_of_the_adaptation_package():
-    # The layout's promise (docs/methods.md): the method file, the shared model base and one
-    # shared module; lambda's value and the op come from grad_reverse.schedule and .ops.
+def test_one_cdan_step_with_its_objective_reads_four_files_of_the_adaptation_package():
+    # The layout's promise (docs/methods.md): the method file, the shared model base, the domain
+    # head's module and the networks' (class probabilities); lambda's value and the op come from
+    # grad_reverse.schedule and .ops.
     import os
     import sys
 
@@ -289,5 +290,6 @@ def test_one_cdan_step_with_its_objective_reads_three_files_of_the_adaptation_pa
         "adaptation/cdan.py",
         "adaptation/domain_head.py",
         "adaptation/model.py",
+        "adaptation/networks.py",
     }, sorted(called)
     assert "schedule.py" in called and "ops.py" in called, sorted(called)
