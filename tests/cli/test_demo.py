@@ -1,11 +1,11 @@
 """The moons demo: its claims (DANN beats the source-only network on the
-rotated target, over seeds), its reproducibility, progress output, plot,
-results and SavedModel export. The moons generator and the DANN lambda
-schedule are in test_demo_moons_and_schedule.py."""
+rotated target, over seeds), its reproducibility, plot, results and
+SavedModel export. The moons generator and the DANN lambda schedule are in
+test_demo_moons_and_schedule.py, the training's progress lines in
+test_demo_progress.py."""
 
 import argparse
 import importlib.util
-import io
 import json
 import os
 
@@ -14,7 +14,7 @@ import pytest
 import tensorflow as tf
 
 from grad_reverse._keras import KERAS_3
-from grad_reverse.demo import DEFAULT_OUT, DEFAULT_STEPS, cli, data, experiment, models, plot, progress, training
+from grad_reverse.demo import DEFAULT_OUT, DEFAULT_STEPS, cli, data, experiment, models, plot, training
 
 from helpers.models import graph_op_types
 
@@ -302,53 +302,6 @@ def test_the_demo_command_says_it_is_loading_tensorflow_first_and_counts_that_ti
         r"Done in \d+ s, after \d+ s loading TensorFlow\. Written to the folder on the last line:", done[0]
     ), done[0]
     assert lines[-1] == str(tmp_path / "out"), lines[-1]
-
-
-# --- progress output ---------------------------------------------------------------
-
-
-class FakeClock:
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self):
-        return self.now
-
-
-def test_line_progress_prints_one_line_at_the_end_and_one_per_interval():
-    lines, clock = [], FakeClock()
-    callback = progress.LineProgress("fit", 100, every_seconds=10.0, print_fn=lines.append, clock=clock)
-    callback.on_train_begin()
-    for step in range(100):
-        clock.now = step * 0.25  # 25 s in all: lines at 10 s and 20 s
-        callback.on_train_batch_end(step, {"loss": 0.5 - step / 1000})
-    callback.on_train_end({"loss": 0.4, "accuracy": 1.0})
-    assert len(lines) == 3, lines
-    assert lines[0] == "  fit: step 41/100, 10.0 s; Keras logs: loss 0.460"
-    assert lines[1].startswith("  fit: step 81/100, 20.0 s")
-    assert lines[2] == "  fit: step 100/100, 24.8 s; Keras logs: loss 0.400, accuracy 1.000"
-
-
-def test_fit_progress_uses_keras_bars_only_on_a_terminal():
-    class Terminal(io.StringIO):
-        def isatty(self):
-            return True
-
-    assert progress.fit_progress("fit", 10, quiet=False, stream=Terminal()) == (1, [])
-    verbose, callbacks = progress.fit_progress("fit", 10, quiet=False, stream=io.StringIO())
-    assert verbose == 0 and [type(c) for c in callbacks] == [progress.LineProgress]
-    assert progress.fit_progress("fit", 10, quiet=True, stream=Terminal()) == (0, [])
-
-
-def test_training_output_off_a_terminal_is_short_lines(capsys):
-    domains = data.make_domains(0)
-    training.train_source_only(domains, 0, 30, quiet=False)
-    training.train_dann(domains, 0, 30, quiet=False)
-    out = capsys.readouterr().out
-    lines = out.splitlines()
-    # One line per run (and one per 10 s, should a run take that long here).
-    assert sum("step 30/30" in line for line in lines) == 2, out
-    assert all(len(line) < 200 and line.startswith("  fit: step ") for line in lines), lines
 
 
 # --- the picture --------------------------------------------------------------------

@@ -102,10 +102,7 @@ def setup_files(code: str) -> None:
 @functools.cache  # one module object for every block that uses it
 def mutant_class() -> type:
     """scripts/mutation_lib/mutants.py's Mutant, which docs/testing.md shows an entry of."""
-    # Imported as scripts/mutation_check.py does: mutants.py imports the rest
-    # of the mutation_lib package.
-    if str(ROOT / "scripts") not in sys.path:
-        sys.path.insert(0, str(ROOT / "scripts"))
+    # scripts/ is on pytest's pythonpath (pyproject.toml), as it is for the mutation check.
     return importlib.import_module("mutation_lib.mutants").Mutant
 
 
