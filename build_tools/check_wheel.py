@@ -38,8 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from elf_symbols import (
     ELF_MACHINES,
     c_api_imports,
-    elf_machine,
     defined_versions,
+    elf_machine,
     exported_functions,  # noqa: E402
     format_version,
     needed_versions,

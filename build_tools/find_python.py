@@ -16,8 +16,6 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Optional
-
 
 # Run by the interpreter asked about: its own include folder, as it will tell a build.
 _HAS_HEADERS = (
@@ -30,7 +28,7 @@ def _answers(interpreter: str, code: str) -> bool:
     return subprocess.run([interpreter, "-c", code], capture_output=True).returncode == 0
 
 
-def find_python(spec: str, with_headers: bool = False) -> Optional[str]:
+def find_python(spec: str, with_headers: bool = False) -> str | None:
     """An interpreter for a version such as "3.12" (PATH, then pyenv), or a path;
     with `with_headers`, only one whose include folder has Python.h (what a C
     extension's build needs)."""

@@ -22,7 +22,6 @@ from __future__ import annotations
 import os
 import platform
 import sys
-from typing import Optional
 
 ALLOW_UNTESTED_VARIABLE = "GRAD_REVERSE_ALLOW_UNTESTED_PLATFORM"
 TESTED = {("linux", "x86_64")}
@@ -65,7 +64,7 @@ def _named(platforms: set[tuple[str, str]]) -> str:
     )
 
 
-def untested_message(system: str, machine: str) -> Optional[str]:
+def untested_message(system: str, machine: str) -> str | None:
     """Why the build stops on (system, machine), or None where it goes on
     (Linux on any CPU: the portable CPU path compiles everywhere GCC does)."""
     if system == "linux":
@@ -80,7 +79,7 @@ def untested_message(system: str, machine: str) -> Optional[str]:
     )
 
 
-def check_platform(system: Optional[str] = None, machine: Optional[str] = None) -> None:
+def check_platform(system: str | None = None, machine: str | None = None) -> None:
     """Raises UntestedPlatform on an OS the build has no branch for, unless
     the environment variable allows it; defaults to this process's platform."""
     if system is None or machine is None:

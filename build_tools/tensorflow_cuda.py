@@ -12,8 +12,8 @@ next to it; else "unknown". A CPU build gives "".
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from importlib import metadata
-from typing import Iterable, Mapping, Optional
 
 TENSORFLOW_DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu", "tf-nightly", "tf-nightly-cpu")
 _RUNTIME = re.compile(r"^nvidia[-_]cuda[-_]runtime[-_]cu(\d+)\s*(\S*)", re.IGNORECASE)
@@ -51,7 +51,7 @@ def _requirements() -> list[str]:
 def _installed_runtimes() -> dict[str, str]:
     found = {}
     for distribution in metadata.distributions():
-        name: Optional[str] = distribution.metadata["Name"]
+        name: str | None = distribution.metadata["Name"]
         if name and _RUNTIME.match(name):
             found[name] = distribution.version
     return found

@@ -47,7 +47,8 @@ import importlib.metadata as metadata
 import os
 import site
 import sys
-from typing import Any, Iterable, Mapping, NoReturn, Optional, Union
+from collections.abc import Iterable, Mapping
+from typing import Any, NoReturn
 
 # scikit-build-core imports this file from build_tools/ (provider-path), the
 # tests and CMake by its path: either way, its sibling module sits beside it.
@@ -93,7 +94,7 @@ def _series(major_minor: tuple[int, int]) -> str:
     return "%d.%d" % major_minor
 
 
-def unsupported_message(version: str, distribution: str = "TensorFlow") -> Optional[str]:
+def unsupported_message(version: str, distribution: str = "TensorFlow") -> str | None:
     """Why `version` is older than the supported range, or None when it is not."""
     found = release(version)
     if found >= OLDEST_SUPPORTED:
@@ -146,7 +147,7 @@ def _normalize(name: str) -> str:
     return name.lower().replace("_", "-").replace(".", "-")
 
 
-def find_tensorflow(paths: Optional[Iterable[str]] = None) -> Optional[tuple[str, str]]:
+def find_tensorflow(paths: Iterable[str] | None = None) -> tuple[str, str] | None:
     """(distribution name, version) of the TensorFlow installed on `paths`."""
     found = {}
     for dist in metadata.distributions(**({"path": list(paths)} if paths is not None else {})):
@@ -173,7 +174,7 @@ def portable() -> bool:
     return os.environ.get(PORTABLE_VARIABLE, "") not in ("", "0")
 
 
-def build_requirement() -> Optional[str]:
+def build_requirement() -> str | None:
     """What pip must put into the build environment, or None when the target
     environment's own TensorFlow (supported) is what CMake builds against."""
     if portable():
@@ -189,13 +190,13 @@ def build_requirement() -> Optional[str]:
     return None
 
 
-def _stop(error: Union[UnsupportedTensorFlow, UntestedPlatform]) -> NoReturn:
+def _stop(error: UnsupportedTensorFlow | UntestedPlatform) -> NoReturn:
     # pip shows a build backend's stderr; a traceback would bury the message.
     print(f"\nERROR: {error}\n", file=sys.stderr)
     raise SystemExit(1)
 
 
-def get_requires_for_dynamic_metadata(settings: Optional[Mapping[str, Any]] = None) -> list[str]:
+def get_requires_for_dynamic_metadata(settings: Mapping[str, Any] | None = None) -> list[str]:
     # The first hook a `pip install .` calls: the platform first, before
     # pip would download a TensorFlow to build against.
     try:
@@ -206,7 +207,7 @@ def get_requires_for_dynamic_metadata(settings: Optional[Mapping[str, Any]] = No
     return [requirement] if requirement else []
 
 
-def dynamic_metadata(field: str, settings: Optional[Mapping[str, Any]] = None, *_: Any) -> list[str]:
+def dynamic_metadata(field: str, settings: Mapping[str, Any] | None = None, *_: Any) -> list[str]:
     if field != "dependencies":
         raise ValueError(f"tensorflow_requirement provides 'dependencies', not {field!r}")
     try:  # here too: `--no-build-isolation` may skip the hook above

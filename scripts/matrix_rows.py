@@ -4,9 +4,9 @@ Markdown table the matrix prints."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Sequence
 from xml.etree import ElementTree
 
 
@@ -25,8 +25,8 @@ class Row:
     passed: int = 0
     failed: int = 0
     skipped: int = 0
-    xla_kernels: Optional[bool] = None
-    cuda_kernels: Optional[bool] = None
+    xla_kernels: bool | None = None
+    cuda_kernels: bool | None = None
     note: str = ""
     source_commit: str = ""
     skip_reasons: dict[str, int] = field(default_factory=dict)

@@ -48,19 +48,20 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Optional, Sequence
+
+from no_compiler_path import no_compiler_path
 
 # Beside this file (the script's folder is on sys.path when it runs, and
 # pyproject's pytest `pythonpath` names it for the tests).
 from matrix_rows import Row, markdown, read_junit
-from no_compiler_path import no_compiler_path
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def find_python(version: str) -> Optional[str]:
+def find_python(version: str) -> str | None:
     """An interpreter for `version` ("3.12"), as the portable wheel's build finds
     one (build_tools/find_python.py), or None."""
     found = subprocess.run(
@@ -161,7 +162,7 @@ def tensorflow_requirement(release: str) -> str:
     return f"tensorflow-cpu=={release}.*"
 
 
-def run_tests(row: Row, run: "Runner", python: str, work: Path, source: Path, tests: Sequence[str]) -> None:
+def run_tests(row: Row, run: Runner, python: str, work: Path, source: Path, tests: Sequence[str]) -> None:
     """Runs `tests` in the row's environment (GRAD_REVERSE_LIBRARY=row.library)
     and fills in the row's library, counts and result."""
     env = dict(run.env, GRAD_REVERSE_LIBRARY=row.library)
@@ -205,7 +206,7 @@ def run_row(
     out: Path,
     source: Path,
     keep: bool,
-    wheel: Optional[Path] = None,
+    wheel: Path | None = None,
     tests: Sequence[str] = ("tests",),
     stable_tests: Sequence[str] = (),
 ) -> list[Row]:
@@ -220,7 +221,7 @@ def run_environment(
     out: Path,
     source: Path,
     keep: bool,
-    wheel: Optional[Path],
+    wheel: Path | None,
     tests: Sequence[str],
     stable_tests: Sequence[str],
 ) -> None:
@@ -302,7 +303,7 @@ def run_environment(
             shutil.rmtree(work, ignore_errors=True)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "rows",

@@ -30,9 +30,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from dann_moons_seeds import seed_range  # noqa: E402
 
 import grad_reverse.adaptation as adaptation  # noqa: E402
-from dann_moons_seeds import seed_range  # noqa: E402
 
 PROBLEMS = ("moons", "blobs", "fashion-mnist-m")
 METHODS = ("cdan", "cdan_e")

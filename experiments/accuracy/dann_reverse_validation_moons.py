@@ -25,6 +25,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from dann_moons_seeds import seed_range  # noqa: E402
+
 from grad_reverse.adaptation import select_by_reverse_validation  # noqa: E402
 from grad_reverse.demo.data import make_domains  # noqa: E402
 from grad_reverse.demo.models import accuracy, build_dann  # noqa: E402

@@ -33,12 +33,16 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from dann_moons_seeds import seed_range  # noqa: E402
 
 from grad_reverse._tools import keras  # noqa: E402
-from grad_reverse.adaptation import CDAN, DANN, MDD  # noqa: E402
-from grad_reverse.adaptation import DANNLearningRateSchedule  # noqa: E402
+from grad_reverse.adaptation import (  # noqa: E402
+    CDAN,
+    DANN,
+    MDD,
+    DANNLearningRateSchedule,  # noqa: E402
+)
 from grad_reverse.demo.photo_patches import blend_with_patches, photographs  # noqa: E402
-from dann_moons_seeds import seed_range  # noqa: E402
 
 METHODS = ("source_only", "dann", "cdan", "cdan_e", "mdd", "target_trained")
 BATCH = 128  # source + target; the ceiling trains on 64 target points per step

@@ -53,10 +53,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from dann_moons_seeds import seed_range  # noqa: E402
 
 from grad_reverse import CDAN, DANN, MDD  # noqa: E402
 from grad_reverse._tools import keras  # noqa: E402
-from dann_moons_seeds import seed_range  # noqa: E402
 
 EPOCHS = 800
 BATCH_PER_DOMAIN = 34

@@ -49,12 +49,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-
-from grad_reverse import CDAN  # noqa: E402
-from grad_reverse._tools import keras  # noqa: E402
-from grad_reverse.adaptation.cdan import entropy_weights, weighted_domain_term  # noqa: E402
-from grad_reverse.adaptation.domain_head import MEAN_OVER_DOMAINS, domain_term  # noqa: E402
-from grad_reverse.adaptation.model import class_log_probabilities  # noqa: E402
 from dann_moons_seeds import seed_range  # noqa: E402
 from two_moons_adapt import (  # noqa: E402
     ADAPT_INSTALL,
@@ -69,6 +63,12 @@ from two_moons_adapt import (  # noqa: E402
     run_over_seeds,
     target_accuracy,
 )
+
+from grad_reverse import CDAN  # noqa: E402
+from grad_reverse._tools import keras  # noqa: E402
+from grad_reverse.adaptation.cdan import entropy_weights, weighted_domain_term  # noqa: E402
+from grad_reverse.adaptation.domain_head import MEAN_OVER_DOMAINS, domain_term  # noqa: E402
+from grad_reverse.adaptation.model import class_log_probabilities  # noqa: E402
 
 ADAPT_EPS = float(np.finfo(np.float32).eps)  # ADAPT's EPS in its CDAN
 

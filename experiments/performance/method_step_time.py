@@ -36,14 +36,15 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-
 from dann_step_time import StepTimer  # noqa: E402
+
 from grad_reverse._tools import keras  # noqa: E402
 from grad_reverse.adaptation import CDAN, DANN, MDD  # noqa: E402
 from grad_reverse.demo.data import make_domains  # noqa: E402

@@ -61,8 +61,9 @@ def worker(threads: int, sizes: list[int]) -> None:
 
 
 def main() -> None:
-    from grad_reverse.bench import regime, table
     from speed_goals import ratio_quartiles
+
+    from grad_reverse.bench import regime, table
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=31)

@@ -28,11 +28,13 @@ never changes the process's log settings.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
 import time
-from typing import NamedTuple, Optional, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple
 
 from grad_reverse import _startup
 
@@ -90,7 +92,7 @@ def _version() -> str:
     return grad_reverse.__version__
 
 
-def _parser(prog: str = PROG) -> tuple[argparse.ArgumentParser, "argparse._SubParsersAction"]:
+def _parser(prog: str = PROG) -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
     parser = argparse.ArgumentParser(
         prog=prog,
         description=DESCRIPTION,
@@ -137,12 +139,12 @@ def command_parser(command: Command, prog: str = PROG) -> argparse.ArgumentParse
             f"(reinstall it with `pip install .` from one source tree)"
         )
     subparser = commands.choices[command.name]
-    try:  # `--verbose` after the command too; SUPPRESS keeps a top-level -v.
+    # `--verbose` after the command too; SUPPRESS keeps a top-level -v. A command
+    # with its own --verbose keeps it (ArgumentError).
+    with contextlib.suppress(argparse.ArgumentError):
         subparser.add_argument(
             "--verbose", action="store_true", default=argparse.SUPPRESS, help="show everything TensorFlow logs"
         )
-    except argparse.ArgumentError:  # the command has its own --verbose
-        pass
     return parser
 
 
@@ -159,7 +161,7 @@ def configure_tensorflow_environment(verbose: bool) -> None:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", QUIET_TF_CPP_MIN_LOG_LEVEL)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Runs `python -m grad_reverse ARGV...` (or `grad-reverse ARGV...`);
     returns the exit status. Without `argv`, the process's command line."""
     prog = program_name(sys.argv[0]) if argv is None else PROG

@@ -27,7 +27,8 @@ import os
 import re
 import sys
 import tempfile
-from typing import Any, Callable, Iterator, Optional, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 PACKAGE = "grad_reverse"
 SCRIPT_NAMES = ("grad-reverse", "grad-reverse.exe", "grad-reverse-script.py")
@@ -51,7 +52,7 @@ _NATIVE_LINE_OF_ITS_OWN = re.compile(
 )
 
 
-def starting_command_line(argv: Optional[Sequence[str]] = None, orig_argv: Optional[Sequence[str]] = None) -> bool:
+def starting_command_line(argv: Sequence[str] | None = None, orig_argv: Sequence[str] | None = None) -> bool:
     """True while Python imports this package to run its command line.
 
     `python -m grad_reverse ...`: while Python locates the module to run, it
@@ -149,7 +150,7 @@ def tensorflow_start_filtered(enabled: bool = True) -> Iterator[None]:
     # handler made while TensorFlow loads (TensorFlow makes its own) keeps the
     # stream it found in sys.stderr, and must still write after the block.
     # One file descriptor per block.
-    direct = open(os.dup(original), "w", encoding=encoding, errors=errors, buffering=1, closefd=False)
+    direct = open(os.dup(original), "w", encoding=encoding, errors=errors, buffering=1, closefd=False)  # noqa: SIM115
     _STREAMS_KEPT_OPEN.append(direct)
     with tempfile.TemporaryFile() as native:
         os.dup2(native.fileno(), 2)

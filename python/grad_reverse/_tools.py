@@ -10,7 +10,6 @@ what they need beyond those. Importing it loads the package's op library.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 from grad_reverse import ops
 from grad_reverse._keras import KERAS_3, keras
@@ -24,7 +23,7 @@ def library_path() -> Path:
     return ops.LIBRARY.path
 
 
-def streaming_stores_at(output_bytes: int) -> Optional[bool]:
+def streaming_stores_at(output_bytes: int) -> bool | None:
     """Whether an out-of-place CPU pass writing `output_bytes` bytes uses
     streaming stores now; None while `auto` is still measuring that size."""
     return calls.streaming_stores_at(ops.LIBRARY.cdll, output_bytes)

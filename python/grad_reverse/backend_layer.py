@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 import keras
 
@@ -145,7 +146,7 @@ class GradReverse(keras.layers.Layer):
         self.supports_masking = True
         self._reverse = reverse_function(keras.backend.backend())
 
-    def call(self, inputs, training: Optional[bool] = None):
+    def call(self, inputs, training: bool | None = None):
         if training is False:
             return inputs
         lambda_ = self.lambda_.value if isinstance(self.lambda_, keras.Variable) else self.lambda_

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numbers
 from types import ModuleType
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -84,7 +84,7 @@ def make_layer_class(keras: ModuleType) -> type:
             self.lambda_ = lambda_
             self.supports_masking = True
 
-        def call(self, inputs, training: Optional[bool] = None):
+        def call(self, inputs, training: bool | None = None):
             if training is False:
                 return inputs
             return grad_reverse(inputs, self.lambda_)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Optional, Union
 
 import numpy as np
 import tensorflow as tf
@@ -43,7 +42,7 @@ SUPPORTED_DTYPES = (tf.float16, tf.bfloat16, tf.float32, tf.float64)
 _SUPPORTED_NAMES = ", ".join(d.name for d in SUPPORTED_DTYPES)
 _SUPPORTED_SET = frozenset(SUPPORTED_DTYPES)  # a hashed lookup, cheaper than a tuple scan per call
 
-LambdaLike = Union[float, int, tf.Tensor, tf.Variable]
+LambdaLike = float | int | tf.Tensor | tf.Variable
 # What an error about lambda_ says is accepted.
 LAMBDA_ACCEPTED = "a real number, a float scalar tensor or a scalar tf.Variable / keras.Variable"
 
@@ -89,7 +88,7 @@ def _constant(value: float) -> tf.Tensor:
     return tensor
 
 
-def lambda_input(lambda_: LambdaLike) -> Union[tf.Tensor, tf.Variable]:
+def lambda_input(lambda_: LambdaLike) -> tf.Tensor | tf.Variable:
     """`lambda_` as the op's `lambda` input: a float32 scalar tensor, or a
     float32 scalar `tf.Variable` itself.
 
@@ -103,10 +102,7 @@ def lambda_input(lambda_: LambdaLike) -> Union[tf.Tensor, tf.Variable]:
     """
     if isinstance(lambda_, (float, int)):  # a Python number, the other common case
         return lambda_tensor(lambda_)
-    if isinstance(lambda_, tf.Tensor):
-        if lambda_.dtype == tf.float32 and lambda_.shape.rank == 0:
-            return lambda_
-    elif isinstance(lambda_, tf.Variable):
+    if isinstance(lambda_, (tf.Tensor, tf.Variable)):
         if lambda_.dtype == tf.float32 and lambda_.shape.rank == 0:
             return lambda_
     elif _KERAS_VARIABLE is not None and isinstance(lambda_, _KERAS_VARIABLE):
@@ -150,7 +146,7 @@ def check_dtype(x: tf.Tensor) -> None:
         raise TypeError(f"grad_reverse supports {_SUPPORTED_NAMES}; got a tensor of dtype {x.dtype.name}")
 
 
-def grad_reverse(x, lambda_: LambdaLike = 1.0, name: Optional[str] = None) -> tf.Tensor:
+def grad_reverse(x, lambda_: LambdaLike = 1.0, name: str | None = None) -> tf.Tensor:
     """Gradient reversal: returns `x` unchanged; its gradient is `-lambda_ * dy`.
 
     Args:

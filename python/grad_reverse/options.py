@@ -44,7 +44,6 @@ library, as `import grad_reverse` does).
 from __future__ import annotations
 
 import ctypes
-from typing import Optional
 
 from grad_reverse._native import calls, settings
 from grad_reverse._native.settings import (
@@ -95,7 +94,7 @@ __all__ = [
 ]
 
 
-def set_backward(mode: Optional[str]) -> None:
+def set_backward(mode: str | None) -> None:
     """Builds GradReverse's gradient with `mode` (`auto`, `native`, `stock`)
     from now on; None returns to GRAD_REVERSE_BACKWARD's choice. Decides
     again as `import grad_reverse` does (and warns as it does, when there is

@@ -19,7 +19,8 @@ three uses) and the learning rate.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Optional, Union
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -29,7 +30,7 @@ from grad_reverse._keras import keras
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 # keras.Variable exists in Keras 3 only; Keras 2 layers hold tf.Variables.
-VariableLike = Union[tf.Variable, getattr(keras, "Variable", tf.Variable)]
+VariableLike = tf.Variable | getattr(keras, "Variable", tf.Variable)
 
 
 def finite(name: str, value: float) -> float:
@@ -123,7 +124,7 @@ def scheduled_lambda(
     total_steps: tf.Tensor,
     gamma: float,
     lambda_max: float,
-    warm_start_steps: Optional[int] = None,
+    warm_start_steps: int | None = None,
 ) -> tf.Tensor:
     """Lambda of the step `step` (of `total_steps` in this fit) under `schedule` (float32 tensor)."""
     if schedule == "constant":
@@ -133,7 +134,7 @@ def scheduled_lambda(
     return lambda_at_step(step, total_steps, gamma, lambda_max)
 
 
-def check_schedule(method: str, lambda_schedule: str, warm_start_steps: Optional[int]) -> tuple:
+def check_schedule(method: str, lambda_schedule: str, warm_start_steps: int | None) -> tuple:
     """`(lambda_schedule, warm_start_steps)` checked for a model's constructor; ValueError naming `method`."""
     if lambda_schedule not in LAMBDA_SCHEDULES:
         raise ValueError(f"{method}: lambda_schedule must be one of {LAMBDA_SCHEDULES}, got {lambda_schedule!r}")
@@ -200,7 +201,7 @@ class DANNLambdaSchedule(keras.callbacks.Callback):
         variable: VariableLike,
         gamma: float = 10.0,
         lambda_max: float = 1.0,
-        total_steps: Optional[int] = None,
+        total_steps: int | None = None,
     ) -> None:
         super().__init__()
         if total_steps is not None and total_steps < 1:
@@ -211,12 +212,12 @@ class DANNLambdaSchedule(keras.callbacks.Callback):
         self.lambda_max = float(lambda_max)
         self.total_steps = total_steps
         self.value = 0.0  # the value last assigned
-        self._steps_per_epoch: Optional[int] = None
+        self._steps_per_epoch: int | None = None
         self._total = 1
         self._epoch_start = 0  # global step of the current epoch's first batch
         self._seen = 0  # steps finished in this fit
 
-    def on_train_begin(self, logs: Optional[dict[str, Any]] = None) -> None:
+    def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
         params = self.params or {}
         self._steps_per_epoch = params.get("steps")
         total = self.total_steps
@@ -231,7 +232,7 @@ class DANNLambdaSchedule(keras.callbacks.Callback):
         self._total = total
         self._seen = 0
 
-    def on_epoch_begin(self, epoch: int, logs: Optional[dict[str, Any]] = None) -> None:
+    def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         # With a known epoch length the global step follows from the epoch
         # index (so initial_epoch resumes the ramp); otherwise count steps.
         if self._steps_per_epoch is not None:
@@ -243,19 +244,19 @@ class DANNLambdaSchedule(keras.callbacks.Callback):
         """Training progress p in [0, 1] at step `batch` of the current epoch."""
         return min((self._epoch_start + batch) / max(self._total - 1, 1), 1.0)
 
-    def on_train_batch_begin(self, batch: int, logs: Optional[dict[str, Any]] = None) -> None:
+    def on_train_batch_begin(self, batch: int, logs: dict[str, Any] | None = None) -> None:
         self.value = dann_lambda(self.progress(batch), self.gamma, self.lambda_max)
         self.variable.assign(self.value)
 
-    def _add_to_logs(self, logs: Optional[dict[str, Any]]) -> None:
+    def _add_to_logs(self, logs: dict[str, Any] | None) -> None:
         if logs is not None:
             logs["lambda"] = self.value
 
-    def on_train_batch_end(self, batch: int, logs: Optional[dict[str, Any]] = None) -> None:
+    def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
         self._seen = self._epoch_start + batch + 1
         self._add_to_logs(logs)
 
-    def on_epoch_end(self, epoch: int, logs: Optional[dict[str, Any]] = None) -> None:
+    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         self._add_to_logs(logs)
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Optional
 
 import numpy as np
 
@@ -113,7 +112,7 @@ def check_dtype_size(backend, kernels, name: str, n: int, lambda_: float, rng, u
 
     guard_value = sentinel(name)
 
-    def guarded(lead: int, body: Optional[np.ndarray]):
+    def guarded(lead: int, body: np.ndarray | None):
         host = np.full(lead + n + GUARD, guard_value, storage)
         if body is not None:
             host[lead : lead + n] = body

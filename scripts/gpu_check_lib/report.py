@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Optional
 
 from gpu_check_lib.bandwidth import human_bytes
 from gpu_check_lib.common import log
@@ -48,7 +47,7 @@ def write_json(report: dict, path: str) -> None:
         json.dump(report, f, indent=1, default=str)
 
 
-def print_report(report: dict, reps: int, inner: int, json_path: Optional[str]) -> None:
+def print_report(report: dict, reps: int, inner: int, json_path: str | None) -> None:
     """The tables and the verdict line, from the finished `report` (the JSON's content)."""
     records = report["correctness"]["records"]
     failed = report["correctness"]["failed"]

@@ -9,7 +9,6 @@ import shutil
 import subprocess
 import sys
 import time
-from typing import Optional
 
 from gpu_check_lib.common import EXIT_OK, log
 
@@ -20,7 +19,7 @@ SMALL_MARKER = "gpu_check --small:"
 SANITIZER_CAP_S = {"memcheck": 150, "racecheck": 100, "initcheck": 100, "synccheck": 100}
 
 
-def find_compute_sanitizer() -> Optional[str]:
+def find_compute_sanitizer() -> str | None:
     found = shutil.which("compute-sanitizer")
     if found:
         return found
@@ -141,6 +140,6 @@ def sanitizer_verdict(results: list[dict]) -> str:
     return "no verdict from " + ", ".join(f"{r['tool']} ({r['status']})" for r in results if r["status"] != "clean")
 
 
-def _with_scripts_dir(pythonpath: Optional[str]) -> str:
+def _with_scripts_dir(pythonpath: str | None) -> str:
     """PYTHONPATH with this package's folder first (the child imports `gpu_check_lib`)."""
     return os.pathsep.join([SCRIPTS_DIR, *([pythonpath] if pythonpath else [])])

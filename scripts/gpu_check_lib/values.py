@@ -4,8 +4,6 @@ and the bitwise comparison (any NaN matches any NaN)."""
 
 from __future__ import annotations
 
-from typing import Optional
-
 import numpy as np
 
 try:  # ships with TensorFlow and JAX; optional on a bare machine
@@ -124,7 +122,7 @@ def host_view_dtype(name: str, use_ml_dtypes: bool):
     return STORAGE[name]
 
 
-def cpu_kernel(kernels, name: str, x: np.ndarray, lambda_: float, use_ml_dtypes: bool) -> Optional[np.ndarray]:
+def cpu_kernel(kernels, name: str, x: np.ndarray, lambda_: float, use_ml_dtypes: bool) -> np.ndarray | None:
     """The CPU kernel's answer in storage type, or None where it cannot be called."""
     view = host_view_dtype(name, use_ml_dtypes)
     if view is None:
@@ -133,7 +131,7 @@ def cpu_kernel(kernels, name: str, x: np.ndarray, lambda_: float, use_ml_dtypes:
     return np.asarray(out).view(STORAGE[name])
 
 
-def compare(name: str, got: np.ndarray, want: np.ndarray) -> tuple[int, Optional[int]]:
+def compare(name: str, got: np.ndarray, want: np.ndarray) -> tuple[int, int | None]:
     """(mismatches, first mismatching index): bitwise, except that a NaN
     matches a NaN of any payload (the CPU keeps payloads, the GPU may not)."""
     if got.shape != want.shape:
@@ -145,7 +143,7 @@ def compare(name: str, got: np.ndarray, want: np.ndarray) -> tuple[int, Optional
     return count, (int(np.argmax(bad)) if count else None)
 
 
-def describe(name: str, a: np.ndarray, index: Optional[int]):
+def describe(name: str, a: np.ndarray, index: int | None):
     if index is None or index >= a.size:
         return None
     value = float(bfloat16_bits_to_float32(a[index : index + 1])[0]) if name == "bfloat16" else float(a[index])

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-
 PACKAGE = "package"  # a file of the grad_reverse package (built libraries included)
 SOURCE = "source"  # a file of the source tree's cc/, which the selected tests build
 # (they run without tests/conftest.py, so without TensorFlow)

@@ -16,7 +16,7 @@ gradients flow; MUTANTS is all of them.
 
 from __future__ import annotations
 
-from mutation_lib.mutant import PACKAGE, SOURCE, T, Mutant
+from mutation_lib.mutant import PACKAGE, SOURCE, Mutant, T
 from mutation_lib.mutants_adaptation import ADAPTATION_MUTANTS
 from mutation_lib.mutants_gradients import GRADIENT_MUTANTS
 

@@ -15,7 +15,6 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 from mutation_lib.mutants import SOURCE, Mutant
 
@@ -30,7 +29,7 @@ class CheckError(Exception):
     """The check itself cannot run (no built package, tests failing unmutated)."""
 
 
-def find_package(explicit: Optional[str] = None) -> Path:
+def find_package(explicit: str | None = None) -> Path:
     """The grad_reverse package directory, without importing it (nor TensorFlow):
     `explicit`, else wherever this interpreter would import it from (an
     installed package, or a source tree on PYTHONPATH). It must hold the built library."""
@@ -78,7 +77,7 @@ class Copies:
         return self.sources if mutant.tree == SOURCE else self.package
 
 
-def apply(mutant: Mutant, copy: Path) -> Optional[str]:
+def apply(mutant: Mutant, copy: Path) -> str | None:
     """Edits the copy (the package's, or the sources' for a SOURCE mutant);
     returns why it cannot (the code drifted), or None."""
     path = copy / mutant.file
@@ -151,7 +150,7 @@ def is_selected(node_id: str, selectors: tuple[str, ...]) -> bool:
     return any(node_id == s or node_id.startswith((s + "[", s + "::")) for s in selectors)
 
 
-def only_skipped(run: TestRun) -> Optional[str]:
+def only_skipped(run: TestRun) -> str | None:
     """The skip reasons when pytest passed without running a test (all skipped), else None."""
     if run.returncode != 0 or re.search(r"\b\d+ passed", run.output):
         return None

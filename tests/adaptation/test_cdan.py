@@ -10,9 +10,9 @@ map's size; bad input gets errors naming what is accepted."""
 import numpy as np
 import pytest
 
-from helpers.models import points
 from grad_reverse._keras import keras
 from grad_reverse.adaptation import CDAN
+from helpers.models import points
 
 FEATURES = 3
 

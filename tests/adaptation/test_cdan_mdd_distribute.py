@@ -13,8 +13,14 @@ import sys
 
 import tensorflow as tf
 
-from helpers.distribute import RESULT_MARKER, as_arrays, as_lists, assert_weights_close, max_abs_difference
-from helpers.distribute import run_scenario
+from helpers.distribute import (
+    RESULT_MARKER,
+    as_arrays,
+    as_lists,
+    assert_weights_close,
+    max_abs_difference,
+    run_scenario,
+)
 from helpers.models import CDAN_MDD_STEPS, cdan_mdd, cdan_mdd_batches, cdan_mdd_one_device
 
 

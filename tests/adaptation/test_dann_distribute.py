@@ -18,10 +18,17 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers.models import CDAN_MDD_STEPS, cdan_mdd, cdan_mdd_batches, cdan_mdd_one_device, dann, domains
 from grad_reverse._keras import keras
-from helpers.distribute import RESULT_MARKER, as_arrays, as_lists, assert_weights_close, max_abs_difference
-from helpers.distribute import run_scenario, run_workers
+from helpers.distribute import (
+    RESULT_MARKER,
+    as_arrays,
+    as_lists,
+    assert_weights_close,
+    max_abs_difference,
+    run_scenario,
+    run_workers,
+)
+from helpers.models import CDAN_MDD_STEPS, cdan_mdd, cdan_mdd_batches, cdan_mdd_one_device, dann, domains
 
 SOURCE_PER_BATCH = 16  # global batch: 16 source + 16 target points
 STEPS = 6

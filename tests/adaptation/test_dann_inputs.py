@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers.models import dann, domains, parts
 from grad_reverse._keras import keras
 from grad_reverse.adaptation import CDAN, DANN, MDD, paired_dataset
+from helpers.models import dann, domains, parts
 
 
 @pytest.fixture

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers.models import RecordW, compile_reversal, dann, domains, reversal_dann
 from grad_reverse._keras import keras
 from grad_reverse.adaptation import DANN
+from helpers.models import RecordW, compile_reversal, dann, domains, reversal_dann
 
 REDUCTIONS = ("sum_over_domains", "mean_over_batch")
 

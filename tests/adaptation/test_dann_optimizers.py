@@ -7,9 +7,9 @@ state, and bad input is refused at compile, before any step."""
 import numpy as np
 import pytest
 
-from helpers.models import dann, domains
 from grad_reverse._keras import keras
 from grad_reverse.adaptation import DANN, DANNLearningRateSchedule, ScaledLearningRate
+from helpers.models import dann, domains
 
 
 def weights(layer) -> list:

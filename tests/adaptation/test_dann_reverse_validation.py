@@ -7,10 +7,10 @@ refused."""
 import numpy as np
 import pytest
 
-from helpers.models import dann, domains
 from grad_reverse._keras import keras
 from grad_reverse.adaptation import ReverseValidation, reverse_validation, select_by_reverse_validation
 from grad_reverse.adaptation.reverse_validation import split_indices
+from helpers.models import dann, domains
 
 FIT = {"batch_size": 32, "epochs": 8}
 

@@ -8,11 +8,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers.models import dann, domains
 from grad_reverse._keras import keras
 from grad_reverse.adaptation import DANN, DANNLearningRateSchedule
 from grad_reverse.serving import check_serving, export_serving
-from helpers.models import graph_op_types
+from helpers.models import dann, domains, graph_op_types
 
 
 @pytest.fixture(scope="module")

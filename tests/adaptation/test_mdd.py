@@ -8,9 +8,9 @@ input gets errors naming what is accepted."""
 import numpy as np
 import pytest
 
-from helpers.models import points
 from grad_reverse._keras import keras
 from grad_reverse.adaptation import MDD
+from helpers.models import points
 
 FEATURES = 3
 

@@ -85,6 +85,7 @@ def _panel_labels(sizes):
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     from grad_reverse.bench import plot
 
     rows = []

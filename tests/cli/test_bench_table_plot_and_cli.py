@@ -188,6 +188,7 @@ def _plotted_panel(limit_sizes: tuple[int, ...]):
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     from grad_reverse.bench import plot
 
     rows = []

@@ -15,7 +15,6 @@ import tensorflow as tf
 
 from grad_reverse._keras import KERAS_3
 from grad_reverse.demo import DEFAULT_OUT, DEFAULT_STEPS, cli, data, experiment, models, plot, training
-
 from helpers.models import graph_op_types
 
 # Four seeds of the full demo (3000 steps each). The claims are over the

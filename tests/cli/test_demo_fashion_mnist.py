@@ -281,7 +281,7 @@ def test_a_tiny_run_trains_every_method_and_writes_the_table_pictures_and_export
     assert "gap closed" in printed and "target_trained" in printed
     assert results["export_method"] == "dann" and results["serving_check"] == 0
     for path in results["plots"].values():
-        assert path is None or open(path, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+        assert path is None or Path(path).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert printed.rstrip().splitlines()[-1] == str(out)
 
 

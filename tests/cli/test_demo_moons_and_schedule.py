@@ -12,10 +12,8 @@ import grad_reverse
 from grad_reverse._keras import KERAS_3, keras
 from grad_reverse.demo import data
 from grad_reverse.schedule import DANNLambdaSchedule, dann_lambda
-
-from helpers.tensors import unknown_length_dataset
 from helpers.models import RecordW
-
+from helpers.tensors import unknown_length_dataset
 
 # --- the moons ---------------------------------------------------------------
 

@@ -31,7 +31,6 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Optional
 
 import pytest
 import tensorflow as tf
@@ -221,7 +220,7 @@ def anchors(document: Path) -> set:
     return found
 
 
-def broken(document: Path, target: str) -> Optional[str]:
+def broken(document: Path, target: str) -> str | None:
     """Why the link `target` in `document` does not resolve, or None."""
     if re.match(r"^[a-z][a-z0-9+.-]*:", target):  # https:, mailto:: not ours to check
         return None

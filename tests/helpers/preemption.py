@@ -155,9 +155,9 @@ def build(args: argparse.Namespace, keras):
 
 def plain_keras_model(keras, dense):
     """The seed users' recipe: GradReverse(lambda_=variable) scheduled by DANNLambdaSchedule."""
-    import grad_reverse
-
     import tensorflow as tf
+
+    import grad_reverse
 
     plain_keras_model.lambda_ = tf.Variable(0.0, trainable=False)
     inputs = keras.Input((2,))

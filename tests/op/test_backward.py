@@ -264,8 +264,11 @@ def test_cuda_version_helpers():
 def test_this_process_uses_what_decide_says_for_it():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the import warned already, if there was cause
-        assert ops.BACKWARD == backward_choice.choose_backward(
-            grad_reverse.BUILD_INFO, lambda: calls.cuda_driver_version(ops.LIBRARY.cdll)
+        assert (
+            backward_choice.choose_backward(
+                grad_reverse.BUILD_INFO, lambda: calls.cuda_driver_version(ops.LIBRARY.cdll)
+            )
+            == ops.BACKWARD
         )
     expected = (
         grad_reverse.ops.LIBRARY.module.grad_reverse_grad

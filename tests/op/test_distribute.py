@@ -16,14 +16,21 @@ import json
 import os
 import sys
 
+import keras
 import numpy as np
 import pytest
-import keras
 import tensorflow as tf
 
 import grad_reverse
-from helpers.distribute import RESULT_MARKER, as_arrays, as_lists, assert_weights_close, max_abs_difference
-from helpers.distribute import run_scenario, run_workers
+from helpers.distribute import (
+    RESULT_MARKER,
+    as_arrays,
+    as_lists,
+    assert_weights_close,
+    max_abs_difference,
+    run_scenario,
+    run_workers,
+)
 from helpers.models import batch, dann_model
 
 COLLECTIVE_TIMEOUT_S = 60  # a worker whose peer died fails instead of waiting forever

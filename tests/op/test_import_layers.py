@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
-from typing import Optional
 
 PACKAGE = "grad_reverse"
 ROOT = Path(__file__).resolve().parents[2] / "python" / PACKAGE
@@ -68,12 +67,12 @@ def import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
     return graph
 
 
-def find_cycle(graph: dict[str, set[str]]) -> Optional[list[str]]:
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     """One cycle of `graph` as [a, b, ..., a], or None."""
     state: dict[str, int] = {}  # 1: on the current path, 2: done
     path: list[str] = []
 
-    def visit(node: str) -> Optional[list[str]]:
+    def visit(node: str) -> list[str] | None:
         state[node] = 1
         path.append(node)
         for target in sorted(graph.get(node, ())):

@@ -1,9 +1,9 @@
 """The Keras 3 layer: config, serialization, training flag, DANN-style fit,
 mixed precision."""
 
+import keras
 import numpy as np
 import pytest
-import keras
 import tensorflow as tf
 
 import grad_reverse

@@ -11,8 +11,8 @@ import tensorflow as tf
 import grad_reverse
 from grad_reverse import _kernels, options, reference
 from grad_reverse._keras import KERAS_3, keras
-from helpers.tensors import LAMBDAS, SHAPES, assert_bitwise_equal, data_pointer, forward_backward, random_tensor
 from helpers.kernels import op_library
+from helpers.tensors import LAMBDAS, SHAPES, assert_bitwise_equal, data_pointer, forward_backward, random_tensor
 
 
 def test_eager_forward_is_identity_and_backward_matches_reference_bitwise(dtype):

@@ -56,7 +56,7 @@ def test_set_backward_refuses_an_unknown_mode_and_keeps_the_choice(restore_optio
     before = ops.BACKWARD
     with pytest.raises(ValueError, match="accepted values: auto .*native, stock"):
         options.set_backward("fast")
-    assert ops.BACKWARD == before and options.backward_mode() != "fast"
+    assert before == ops.BACKWARD and options.backward_mode() != "fast"
 
 
 def test_the_gradient_is_the_same_whichever_backward(restore_options):

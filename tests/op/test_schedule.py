@@ -12,7 +12,6 @@ import tensorflow as tf
 import grad_reverse
 from grad_reverse._keras import keras
 from grad_reverse.schedule import DANNLambdaSchedule, dann_lambda
-
 from helpers.tensors import ramp, unknown_length_dataset
 
 

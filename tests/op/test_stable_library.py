@@ -18,6 +18,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import elf_symbols  # build_tools/ is on the path (pyproject's pytest `pythonpath`)
 import pytest
 import tensorflow as tf
 
@@ -25,8 +26,6 @@ import grad_reverse
 from grad_reverse._native import choice as library_choice
 from grad_reverse._native import loader, settings
 from grad_reverse._tools import library_path
-
-import elf_symbols  # build_tools/ is on the path (pyproject's pytest `pythonpath`)
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -14,10 +14,9 @@ import tensorflow as tf
 
 import grad_reverse
 from grad_reverse._native import xla_fallback
+from helpers.models import batch, dann_model
 from helpers.tensors import LAMBDAS, assert_bitwise_equal, forward_backward, random_tensor
 from helpers.tensors import native_forward_backward as fwd_bwd
-from helpers.models import batch, dann_model
-
 
 jit_fwd_bwd = tf.function(fwd_bwd, jit_compile=True)
 # Tests of the library's own XLA kernels; a build without them (TensorFlow

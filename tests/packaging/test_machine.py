@@ -12,11 +12,11 @@ import os
 import platform
 from pathlib import Path
 
-import grad_reverse
-from grad_reverse._tools import library_path
-
 # build_tools/ is on the path (pyproject's pytest `pythonpath`).
 from elf_symbols import ELF_MACHINES, elf_machine
+
+import grad_reverse
+from grad_reverse._tools import library_path
 
 
 def test_the_machine_is_the_one_the_run_expects():

@@ -15,14 +15,13 @@ import os
 import shutil
 from pathlib import Path
 
+# build_tools/ is on the path (pyproject's pytest `pythonpath`).
+import elf_symbols
 import pytest
 
 import grad_reverse
 from grad_reverse._native import choice as library_choice
 from grad_reverse._tools import library_path
-
-# build_tools/ is on the path (pyproject's pytest `pythonpath`).
-import elf_symbols
 
 pytestmark = pytest.mark.skipif(
     not (shutil.which("nm") and shutil.which("objdump")), reason="binutils (nm, objdump) not on PATH"

@@ -6,7 +6,6 @@ import argparse
 import re
 
 import pytest
-
 import tensorflow_matrix as matrix  # scripts/ is on the path (pyproject's pytest `pythonpath`)
 
 
@@ -21,7 +20,7 @@ def test_the_default_rows_cover_every_supported_release_and_the_extra_pythons():
     import tensorflow_requirement  # build_tools/ is on the path (pyproject's pytest `pythonpath`)
 
     oldest, newest = tensorflow_requirement.OLDEST_SUPPORTED, tensorflow_requirement.NEWEST_SUPPORTED
-    assert matrix.RELEASES == tuple(f"2.{minor}" for minor in range(oldest[1], newest[1] + 1))
+    assert tuple(f"2.{minor}" for minor in range(oldest[1], newest[1] + 1)) == matrix.RELEASES
     assert {row.split("@")[1] for row in matrix.EXTRA_PYTHON_ROWS} == {"3.10", "3.12", "3.13"}
 
 

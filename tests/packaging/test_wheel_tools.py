@@ -12,13 +12,12 @@ import tarfile
 import zipfile
 from pathlib import Path
 
-import pytest
-
 # build_tools/ and scripts/ are on the path (pyproject's pytest `pythonpath`).
 import check_wheel
 import elf_symbols
 import find_python
 import no_compiler_path
+import pytest
 import sysroot
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -238,9 +238,8 @@ def test_signatures_and_object_graph_are_unchanged(rewritten):
 def test_fingerprint_matches_the_rewritten_graph(rewritten):
     dst = rewritten["keras_model_export"]["dst"]
     src = rewritten["keras_model_export"]["src"]
-    from tensorflow.python.saved_model.pywrap_saved_model import fingerprinting
-
     from tensorflow.core.protobuf import fingerprint_pb2
+    from tensorflow.python.saved_model.pywrap_saved_model import fingerprinting
 
     expected = fingerprint_pb2.FingerprintDef.FromString(fingerprinting.CreateFingerprintDef(str(dst)))
     actual = fingerprint_pb2.FingerprintDef.FromString((dst / "fingerprint.pb").read_bytes())

@@ -27,8 +27,9 @@ gathers them from the process.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import Any
 
 import tensorflow as tf
 
@@ -51,7 +52,7 @@ class Backward:
     mode: str
     kernel: str
     reason: str
-    warning: Optional[str] = None
+    warning: str | None = None
 
     @property
     def summary(self) -> str:
@@ -66,11 +67,11 @@ def needs_driver_version(mode: str, build_info: Mapping[str, Any], gpus: Sequenc
 
 
 def decide(
-    value: Optional[str],
+    value: str | None,
     build_info: Mapping[str, Any],
     gpus: Sequence[str],
-    driver_cuda_version: Optional[int],
-    capabilities: Optional[Mapping[str, Optional[Capability]]] = None,
+    driver_cuda_version: int | None,
+    capabilities: Mapping[str, Capability | None] | None = None,
 ) -> Backward:
     """The backward for this process.
 
@@ -134,7 +135,7 @@ def decide(
     )
 
 
-def _gpu_kernel_problem(build_info: Mapping[str, Any], driver: Optional[int]) -> tuple[Optional[str], str]:
+def _gpu_kernel_problem(build_info: Mapping[str, Any], driver: int | None) -> tuple[str | None, str]:
     """(why the library's CUDA kernel cannot run here, or None; how to fix it)."""
     tf_cuda = build_info.get("tensorflow_cuda_version") or ""
     tf_cuda = "" if tf_cuda == "unknown" else tf_cuda  # a TensorFlow that does not say (2.22)
@@ -181,8 +182,8 @@ def _gpu_kernel_problem(build_info: Mapping[str, Any], driver: Optional[int]) ->
 def _architecture_problem(
     build_info: Mapping[str, Any],
     gpus: Sequence[str],
-    capabilities: Mapping[str, Optional[Capability]],
-) -> tuple[Optional[str], str]:
+    capabilities: Mapping[str, Capability | None],
+) -> tuple[str | None, str]:
     """(why some visible GPU has no code in the library's fatbin, or None; the fix)."""
     recorded = build_info.get("cuda_architectures")
     rebuild = (
@@ -219,7 +220,7 @@ def _architecture_problem(
     return None, ""
 
 
-def _cuda_versions(build_info: Mapping[str, Any], driver: Optional[int]) -> str:
+def _cuda_versions(build_info: Mapping[str, Any], driver: int | None) -> str:
     return f"driver CUDA {gpu_facts.format_cuda_version(driver)}, library CUDA {build_info.get('cuda_toolkit_version')}"
 
 
@@ -228,7 +229,7 @@ def choose_backward(
     driver_cuda_version: Callable[[], int],
     visible_gpus: Callable[[], list[str]] = gpu_facts.visible_gpus,
     environ: Mapping[str, str] = os.environ,
-    compute_capability: Callable[[str], Optional[Capability]] = gpu_facts.compute_capability,
+    compute_capability: Callable[[str], Capability | None] = gpu_facts.compute_capability,
 ) -> Backward:
     """Reads the mode (`settings.backward_mode`: set in process, else the
     variable in `environ`), lists the GPUs (only when the choice depends on

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ctypes
 from pathlib import Path
-from typing import Optional
 
 
 def open_library(path: Path) -> ctypes.CDLL:
@@ -90,7 +89,7 @@ def cuda_driver_version(handle: ctypes.CDLL) -> int:
     return int(query())
 
 
-def _stores_calls(handle: ctypes.CDLL) -> Optional[ctypes.CDLL]:
+def _stores_calls(handle: ctypes.CDLL) -> ctypes.CDLL | None:
     """`handle` if it has the streaming-store calls; None for a library older than them."""
     return handle if hasattr(handle, "GradReverseStreamingStores") else None
 
@@ -103,7 +102,7 @@ def streaming_stores(handle: ctypes.CDLL) -> str:
     return handle.GradReverseStreamingStores().decode()
 
 
-def streaming_stores_at(handle: ctypes.CDLL, output_bytes: int) -> Optional[bool]:
+def streaming_stores_at(handle: ctypes.CDLL, output_bytes: int) -> bool | None:
     """Whether an out-of-place pass writing `output_bytes` bytes uses streaming
     stores now; None while `auto` is still measuring outputs of that size."""
     if _stores_calls(handle) is None:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 from grad_reverse._native import settings
 from grad_reverse._native.settings import AUTO, LIBRARY_VARIABLE, RELEASE, STABLE
@@ -45,7 +44,7 @@ BUILD_HINT = (
 )
 
 
-def release_of(version: str) -> Optional[tuple[int, int]]:
+def release_of(version: str) -> tuple[int, int] | None:
     """(2, 21) for "2.21.0", "2.21.0rc1" or "2.21"; None if it has no minor."""
     match = re.match(r"\s*(\d+)\.(\d+)", version or "")
     return (int(match.group(1)), int(match.group(2))) if match else None
@@ -68,7 +67,7 @@ def releases_held(libraries_dir: Path = LIBRARIES_DIR) -> list[str]:
     return [f"{major}.{minor}" for major, minor in sorted(found)]
 
 
-def library_dir(libraries_dir: Path = LIBRARIES_DIR, running: Optional[str] = None) -> Path:
+def library_dir(libraries_dir: Path = LIBRARIES_DIR, running: str | None = None) -> Path:
     """The folder of the library for the running TensorFlow, or ImportError
     naming the running release and the ones this installation holds."""
     running = running or running_tensorflow()
@@ -120,15 +119,13 @@ class Choice:
     directory: Path
     kind: str
     reason: str
-    warning: Optional[str] = None
+    warning: str | None = None
     # In `auto`, for a C++ library: the stable-ABI library's folder, loaded
     # instead when the C++ one does not load for an ABI reason (loader).
-    fallback: Optional[Path] = None
+    fallback: Path | None = None
 
 
-def choose_library(
-    libraries_dir: Path = LIBRARIES_DIR, running: Optional[str] = None, mode: Optional[str] = None
-) -> Choice:
+def choose_library(libraries_dir: Path = LIBRARIES_DIR, running: str | None = None, mode: str | None = None) -> Choice:
     """Which library this process loads, or ImportError saying why none can be.
 
     `running` is the TensorFlow version (None: this process's); `mode` is
@@ -184,7 +181,7 @@ def has_stable(libraries_dir: Path = LIBRARIES_DIR) -> bool:
     return (libraries_dir / STABLE_DIR_NAME / LIBRARY_NAME).is_file()
 
 
-_chosen: Optional[Choice] = None
+_chosen: Choice | None = None
 
 
 def chosen() -> Choice:

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import struct
 from pathlib import Path
-from typing import Optional
 
 
-def elf_problem(path: Path) -> Optional[str]:
+def elf_problem(path: Path) -> str | None:
     """Why `path` is not a whole 64-bit ELF file, or None."""
     try:
         size = path.stat().st_size

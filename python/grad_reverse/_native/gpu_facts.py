@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import re
-from typing import Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
 
 import tensorflow as tf
 
@@ -19,7 +19,7 @@ import tensorflow as tf
 DRIVER_LIBRARY = "libcuda.so.1"
 
 
-def visible_gpus(driver_has_devices: Optional[Callable[[], bool]] = None) -> list[str]:
+def visible_gpus(driver_has_devices: Callable[[], bool] | None = None) -> list[str]:
     """The GPUs TensorFlow sees (physical device names)."""
     # Listing physical devices initialises the CUDA platform of a GPU build,
     # which logs an error line ("failed call to cuInit") where there is no
@@ -51,7 +51,7 @@ def cuda_driver_has_devices(load: Callable[[str], ctypes.CDLL] = ctypes.CDLL) ->
         return False
 
 
-def compute_capability(gpu: str) -> Optional[tuple[int, int]]:
+def compute_capability(gpu: str) -> tuple[int, int] | None:
     """The compute capability of the GPU TensorFlow names `gpu` ((8, 6) for
     8.6), None when TensorFlow does not report it."""
     try:
@@ -91,13 +91,13 @@ def runs_on(architectures: Sequence[str], capability: tuple[int, int]) -> bool:
     return False
 
 
-def major_version(version: str) -> Optional[int]:
+def major_version(version: str) -> int | None:
     """The major number of a version string ("13.0.88" -> 13), None if there is none."""
     match = re.match(r"\s*(\d+)", version or "")
     return int(match.group(1)) if match else None
 
 
-def format_cuda_version(version: Optional[int]) -> str:
+def format_cuda_version(version: int | None) -> str:
     """A driver API version number as CUDA writes it: 12040 -> "12.4"."""
     if version is None or version < 0:
         return "unknown"

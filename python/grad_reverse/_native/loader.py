@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Optional
+from typing import Any
 
 from grad_reverse._keras import require_tensorflow_backend
 
@@ -103,7 +103,7 @@ class Library:
     cdll: ctypes.CDLL
 
 
-_loaded: Optional[Library] = None
+_loaded: Library | None = None
 
 
 def loaded() -> Library:
@@ -115,7 +115,7 @@ def loaded() -> Library:
     return _loaded
 
 
-def load_library(directory: Optional[Path] = None) -> Library:
+def load_library(directory: Path | None = None) -> Library:
     """Loads a library and returns its handle, or raises ImportError; `loaded()`
     is this process's own.
 
@@ -149,7 +149,7 @@ class _CppAbiMismatch(ImportError):
         self.symbol = symbol
 
 
-def _load(directory: Path, choice: Optional[Choice]) -> Library:
+def _load(directory: Path, choice: Choice | None) -> Library:
     library = directory / LIBRARY_NAME
     if not library.is_file():
         raise ImportError(f"grad_reverse: the native op library was not found at {library}. {BUILD_HINT}")

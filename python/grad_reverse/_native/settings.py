@@ -9,7 +9,7 @@ and the loaded library.
 from __future__ import annotations
 
 import os
-from typing import Mapping, Optional
+from collections.abc import Mapping
 
 LIBRARY_VARIABLE = "GRAD_REVERSE_LIBRARY"
 BACKWARD_VARIABLE = "GRAD_REVERSE_BACKWARD"
@@ -26,16 +26,16 @@ XLA_FALLBACK_MODES = (AUTO, ALWAYS)
 STREAMING_STORES_MODES = (AUTO, "on", "off")
 
 # Set in the running process (`options.set_backward`, `options.set_xla_fallback`).
-_backward_override: Optional[str] = None
+_backward_override: str | None = None
 _xla_fallback = AUTO
 
 
-def library_mode(environ: Mapping[str, str] = os.environ) -> Optional[str]:
+def library_mode(environ: Mapping[str, str] = os.environ) -> str | None:
     """GRAD_REVERSE_LIBRARY's value (None when unset); `parse_library_mode` checks it."""
     return environ.get(LIBRARY_VARIABLE)
 
 
-def parse_library_mode(value: Optional[str]) -> str:
+def parse_library_mode(value: str | None) -> str:
     """The mode a value of GRAD_REVERSE_LIBRARY names (unset or empty: auto).
 
     Raises:
@@ -51,13 +51,13 @@ def parse_library_mode(value: Optional[str]) -> str:
     return mode
 
 
-def backward_mode(environ: Mapping[str, str] = os.environ) -> Optional[str]:
+def backward_mode(environ: Mapping[str, str] = os.environ) -> str | None:
     """The backward asked for: the in-process override, else GRAD_REVERSE_BACKWARD's
     value (None when neither is set: `auto`)."""
     return _backward_override if _backward_override is not None else environ.get(BACKWARD_VARIABLE)
 
 
-def parse_backward_mode(value: Optional[str]) -> str:
+def parse_backward_mode(value: str | None) -> str:
     """The mode a value of GRAD_REVERSE_BACKWARD names (unset or empty: auto).
 
     Raises:
@@ -72,7 +72,7 @@ def parse_backward_mode(value: Optional[str]) -> str:
     return mode
 
 
-def override_backward(mode: Optional[str]) -> Optional[str]:
+def override_backward(mode: str | None) -> str | None:
     """Sets the in-process backward mode (None: the variable's again), checked
     and normalised; returns the previous override.
 
@@ -85,7 +85,7 @@ def override_backward(mode: Optional[str]) -> Optional[str]:
     return previous
 
 
-def restore_backward(previous: Optional[str]) -> None:
+def restore_backward(previous: str | None) -> None:
     """Puts back an override `override_backward` returned."""
     global _backward_override
     _backward_override = previous

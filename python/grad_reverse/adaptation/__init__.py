@@ -28,12 +28,12 @@ from grad_reverse.adaptation.batches import paired_dataset
 from grad_reverse.adaptation.cdan import CDAN
 from grad_reverse.adaptation.dann import DANN
 from grad_reverse.adaptation.mdd import MDD
-from grad_reverse.schedule import DANNLearningRateSchedule, ScaledLearningRate
 from grad_reverse.adaptation.reverse_validation import (
     ReverseValidation,
     reverse_validation,
     select_by_reverse_validation,
 )
+from grad_reverse.schedule import DANNLearningRateSchedule, ScaledLearningRate
 
 __all__ = [
     "CDAN",

@@ -13,12 +13,12 @@ when it is called directly.
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Union
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
-ArrayOrDataset = Union[np.ndarray, tf.Tensor, tf.data.Dataset]
+ArrayOrDataset = np.ndarray | tf.Tensor | tf.data.Dataset
 
 DEFAULT_BATCH_SIZE = 64
 # A shuffle buffer for datasets whose length tf.data cannot tell.
@@ -40,7 +40,7 @@ def one_pass_steps(source_length: int, source_batch: int) -> int:
     return max(1, math.ceil(source_length / source_batch))
 
 
-def source_length(source: Any) -> Optional[int]:
+def source_length(source: Any) -> int | None:
     """The number of labeled source points, or None when a dataset cannot tell."""
     if isinstance(source, tf.data.Dataset):
         n = int(source.cardinality())
@@ -52,7 +52,7 @@ def _is_dataset(value: Any) -> bool:
     return isinstance(value, tf.data.Dataset)
 
 
-def _labeled_source(source: Any, method: str) -> tuple[tf.data.Dataset, tf.TensorShape, Optional[int]]:
+def _labeled_source(source: Any, method: str) -> tuple[tf.data.Dataset, tf.TensorShape, int | None]:
     """The source as a dataset of `(x, y)` points, its feature shape and length."""
     if _is_dataset(source):
         spec = source.element_spec
@@ -75,7 +75,7 @@ def _labeled_source(source: Any, method: str) -> tuple[tf.data.Dataset, tf.Tenso
     return tf.data.Dataset.from_tensor_slices((x, y)), tf.TensorShape(x.shape[1:]), len(x)
 
 
-def _unlabeled_target(target: Any, method: str) -> tuple[tf.data.Dataset, tf.TensorShape, Optional[int]]:
+def _unlabeled_target(target: Any, method: str) -> tuple[tf.data.Dataset, tf.TensorShape, int | None]:
     """The target as a dataset of points, its feature shape and length."""
     if target is None:
         where = method if method == "paired_dataset" else f"{method}.fit"
@@ -110,7 +110,7 @@ def check_same_features(source_shape: tf.TensorShape, target_shape: tf.TensorSha
 
 
 def _endless_batches(
-    points: tf.data.Dataset, length: Optional[int], batch: int, shuffle: bool, seed: Optional[int]
+    points: tf.data.Dataset, length: int | None, batch: int, shuffle: bool, seed: int | None
 ) -> tf.data.Dataset:
     if shuffle:
         points = points.shuffle(length or UNKNOWN_LENGTH_SHUFFLE_BUFFER, seed=seed)
@@ -124,7 +124,7 @@ def paired_dataset(
     *,
     source_fraction: float = 0.5,
     shuffle: bool = True,
-    seed: Optional[int] = None,
+    seed: int | None = None,
     method: str = "paired_dataset",
 ) -> tf.data.Dataset:
     """Endless `((x_source, x_target), y_source)` batches for `DANN.fit` (and `CDAN`'s, `MDD`'s).
@@ -169,12 +169,12 @@ def fit_batches(
     method: str,
     x: Any,
     y: Any,
-    batch_size: Optional[int],
+    batch_size: int | None,
     target: Any,
-    steps_per_epoch: Optional[int],
+    steps_per_epoch: int | None,
     source_fraction: float,
     shuffle: bool,
-    seed: Optional[int],
+    seed: int | None,
     keras_kwargs: dict,
 ) -> tuple:
     """`(dataset of batches, steps per epoch, the spec of a source batch's points)` from what

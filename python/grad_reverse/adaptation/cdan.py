@@ -39,15 +39,14 @@ batches, the lambda schedule, optimizers and saving `model.AdversarialModel`'s.
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
 from grad_reverse._keras import keras
 from grad_reverse.adaptation.domain_head import MEAN_OVER_BATCH, MEAN_OVER_DOMAINS, DomainHeadModel, domain_term
-from grad_reverse.adaptation.networks import class_log_probabilities
-from grad_reverse.adaptation.networks import tell_from_logits
+from grad_reverse.adaptation.networks import class_log_probabilities, tell_from_logits
 from grad_reverse.ops import grad_reverse
 
 RANDOMIZED_SWITCH = 4096  # dim(f) * classes above which `randomized=None` picks the randomized map
@@ -119,7 +118,7 @@ def randomized_multilinear_map(features: tf.Tensor, probabilities: tf.Tensor, r_
     return tf.matmul(features, r_f) * tf.matmul(probabilities, r_g) / math.sqrt(float(size))
 
 
-def _input_size(head: Any) -> Optional[int]:
+def _input_size(head: Any) -> int | None:
     """The input size a built head takes, when it can be told (its Input, or its first kernel)."""
     try:
         inputs = getattr(head, "inputs", None)
@@ -172,7 +171,7 @@ class CDAN(DomainHeadModel):
         domain_head: Any,
         *,
         entropy_conditioning: bool = False,
-        randomized: Optional[bool] = None,
+        randomized: bool | None = None,
         randomized_dim: int = 1024,
         map_seed: int = 0,
         map_gradient: bool = True,
@@ -191,12 +190,12 @@ class CDAN(DomainHeadModel):
             raise ValueError(f"CDAN: map_gradient must be True or False, got {map_gradient!r}")
         self.map_gradient = bool(map_gradient)
         self._label_from_logits = False
-        self._label_activation: Optional[str] = None
+        self._label_activation: str | None = None
         self._matrices: dict = {}
 
     # --- compile -----------------------------------------------------------------------
 
-    def compile(self, *args: Any, label_from_logits: Optional[bool] = None, **kwargs: Any) -> None:
+    def compile(self, *args: Any, label_from_logits: bool | None = None, **kwargs: Any) -> None:
         """DANN's `compile`; `label_from_logits`: whether the label head outputs logits
         (by default told from its last activation: linear logits, softmax or sigmoid probabilities)."""
         super().compile(*args, label_from_logits=label_from_logits, **kwargs)
@@ -204,7 +203,7 @@ class CDAN(DomainHeadModel):
     def _conditioning_compile_keys(self) -> tuple:
         return ("label_from_logits",)
 
-    def _conditioning_compile(self, label_from_logits: Optional[bool] = None) -> None:
+    def _conditioning_compile(self, label_from_logits: bool | None = None) -> None:
         self._label_from_logits, self._label_activation = tell_from_logits(
             self.METHOD, self.label_head, label_from_logits
         )

@@ -34,7 +34,7 @@ CDAN's per-point weights (CDAN+E) are CDAN's own (`cdan.weighted_domain_term`).
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import tensorflow as tf
 
@@ -136,9 +136,9 @@ class DomainHeadModel(AdversarialModel):
         *,
         domain_loss: Any = None,
         domain_loss_weight: float = 1.0,
-        domain_from_logits: Optional[bool] = None,
-        domain_loss_reduction: Optional[str] = None,
-        part_optimizers: Optional[dict] = None,
+        domain_from_logits: bool | None = None,
+        domain_loss_reduction: str | None = None,
+        part_optimizers: dict | None = None,
         **kwargs: Any,
     ) -> None:
         """Keras' `compile` for the label task, plus the domain loss and per-part optimizers.
@@ -186,8 +186,8 @@ class DomainHeadModel(AdversarialModel):
         self,
         domain_loss: Any = None,
         domain_loss_weight: float = 1.0,
-        domain_from_logits: Optional[bool] = None,
-        domain_loss_reduction: Optional[str] = None,
+        domain_from_logits: bool | None = None,
+        domain_loss_reduction: str | None = None,
         **others: Any,
     ) -> None:
         method = self.METHOD

@@ -34,16 +34,15 @@ quarter into the fit). TLlib's fixed horizon stays available:
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import tensorflow as tf
 
 from grad_reverse._keras import keras
-from grad_reverse.schedule import finite
 from grad_reverse.adaptation.model import AdversarialModel
-from grad_reverse.adaptation.networks import class_log_probabilities
-from grad_reverse.adaptation.networks import activation_name, check_part, tell_from_logits
+from grad_reverse.adaptation.networks import activation_name, check_part, class_log_probabilities, tell_from_logits
 from grad_reverse.ops import grad_reverse
+from grad_reverse.schedule import finite
 
 FORMS = ("classification", "regression")
 DEFAULT_MARGINS = {"classification": 4.0, "regression": 1.0}  # TLlib's
@@ -126,13 +125,13 @@ class MDD(AdversarialModel):
         label_head: Any,
         adversarial_head: Any = None,
         *,
-        margin: Optional[float] = None,
+        margin: float | None = None,
         trade_off: float = 1.0,
         form: str = "classification",
         lambda_max: float = 0.1,
         gamma: float = 20.0,
         lambda_schedule: str = "paper",
-        warm_start_steps: Optional[int] = None,
+        warm_start_steps: int | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(
@@ -161,11 +160,11 @@ class MDD(AdversarialModel):
         self.trade_off = finite("MDD: trade_off", trade_off)
         self.form = form
         self._label_from_logits = False
-        self._label_activation: Optional[str] = None
+        self._label_activation: str | None = None
 
     # --- compile -----------------------------------------------------------------------
 
-    def compile(self, *args: Any, label_from_logits: Optional[bool] = None, **kwargs: Any) -> None:
+    def compile(self, *args: Any, label_from_logits: bool | None = None, **kwargs: Any) -> None:
         """Keras' `compile` and `part_optimizers`; `label_from_logits` (classification):
         whether the label head outputs logits, by default told from its last activation."""
         super().compile(*args, label_from_logits=label_from_logits, **kwargs)
@@ -173,7 +172,7 @@ class MDD(AdversarialModel):
     def _method_compile_keys(self) -> tuple:
         return ("label_from_logits",)
 
-    def _method_compile(self, label_from_logits: Optional[bool] = None) -> None:
+    def _method_compile(self, label_from_logits: bool | None = None) -> None:
         if self.form == "classification":
             self._label_from_logits, self._label_activation = tell_from_logits(
                 "MDD", self.label_head, label_from_logits

@@ -19,7 +19,7 @@ arguments.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import tensorflow as tf
 
@@ -27,8 +27,8 @@ from grad_reverse._keras import KERAS_3, keras
 from grad_reverse.adaptation import keras_compat
 from grad_reverse.adaptation.batches import fit_batches
 from grad_reverse.adaptation.networks import build_on_one_point
-from grad_reverse.adaptation.resume import StartFollowsKeras, from_position
 from grad_reverse.adaptation.optimizers import build_every_optimizer, make_part_optimizers, optimizer_groups
+from grad_reverse.adaptation.resume import StartFollowsKeras, from_position
 from grad_reverse.schedule import ScheduleState, check_schedule, finite, scheduled_lambda
 
 
@@ -118,7 +118,7 @@ class AdversarialModel(keras.Model):
         lambda_max: float,
         gamma: float,
         lambda_schedule: str,
-        warm_start_steps: Optional[int] = None,
+        warm_start_steps: int | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -133,7 +133,7 @@ class AdversarialModel(keras.Model):
 
     # --- the model as users call it: the label path ------------------------------
 
-    def call(self, inputs: Any, training: Optional[bool] = None) -> Any:
+    def call(self, inputs: Any, training: bool | None = None) -> Any:
         """The label head's output. `inputs`: points, or a training batch's `(x_source, x_target)`
         (then the output is for `x_source`, matching the batch's labels)."""
         if isinstance(inputs, (tuple, list)) and len(inputs) == 2:
@@ -153,7 +153,7 @@ class AdversarialModel(keras.Model):
         loss: Any = None,
         metrics: Any = None,
         *,
-        part_optimizers: Optional[dict] = None,
+        part_optimizers: dict | None = None,
         **kwargs: Any,
     ) -> None:
         """Keras' `compile` for the label task, the per-part optimizers, then the method's arguments.
@@ -169,7 +169,7 @@ class AdversarialModel(keras.Model):
         self._method_compile(**method_kwargs)
         self._compiled_for_adaptation = True
 
-    def get_compile_config(self) -> Optional[dict]:
+    def get_compile_config(self) -> dict | None:
         config = super().get_compile_config()
         if config is not None and getattr(self, "_compiled_for_adaptation", False):
             arguments = {**self._method_compile_arguments(), "part_optimizers": self._part_optimizers() or None}
@@ -291,15 +291,15 @@ class AdversarialModel(keras.Model):
         self,
         x: Any = None,
         y: Any = None,
-        batch_size: Optional[int] = None,
+        batch_size: int | None = None,
         epochs: int = 1,
         *,
         target: Any = None,
-        steps_per_epoch: Optional[int] = None,
+        steps_per_epoch: int | None = None,
         initial_epoch: int = 0,
         source_fraction: float = 0.5,
         shuffle: bool = True,
-        seed: Optional[int] = None,
+        seed: int | None = None,
         **kwargs: Any,
     ) -> Any:
         """Trains on labeled source data and unlabeled target data.
@@ -373,7 +373,7 @@ class AdversarialModel(keras.Model):
         return config
 
     @classmethod
-    def from_config(cls, config: dict[str, Any], custom_objects: Any = None) -> "AdversarialModel":
+    def from_config(cls, config: dict[str, Any], custom_objects: Any = None) -> AdversarialModel:
         config = dict(config)
         for part in cls.PARTS:
             if config.get(part) is not None:

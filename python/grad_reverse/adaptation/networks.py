@@ -5,14 +5,14 @@ log-probabilities (CDAN's conditioning, MDD's disparity, inside the step)."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import tensorflow as tf
 
 from grad_reverse._keras import keras
 
 
-def activation_name(head: Any) -> Optional[str]:
+def activation_name(head: Any) -> str | None:
     """The name of the activation that produces `head`'s output, when it can be told."""
     activation = getattr(head, "activation", None)
     if activation is not None:
@@ -21,7 +21,7 @@ def activation_name(head: Any) -> Optional[str]:
     return activation_name(layers[-1]) if layers else None
 
 
-def tell_from_logits(method: str, label_head: Any, label_from_logits: Optional[bool]) -> tuple:
+def tell_from_logits(method: str, label_head: Any, label_from_logits: bool | None) -> tuple:
     """`(from_logits, activation)`: whether `label_head` outputs logits, told from its last activation
     unless `label_from_logits` says it; a ValueError naming what is accepted otherwise."""
     activation = activation_name(label_head)
@@ -60,7 +60,7 @@ def build_on_one_point(model: Any, spec: tf.TensorSpec) -> None:
 _TINY = 1e-12
 
 
-def class_log_probabilities(method: str, y: tf.Tensor, from_logits: bool, activation: Optional[str]) -> tf.Tensor:
+def class_log_probabilities(method: str, y: tf.Tensor, from_logits: bool, activation: str | None) -> tf.Tensor:
     """Log-probabilities [batch, classes] (float32) from a label head's output `y` [batch, units]
     (CDAN's conditioning, MDD's disparity).
 

@@ -22,8 +22,8 @@ included (`grad_reverse.schedule.ScaledLearningRate`).
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Optional
-
+from collections.abc import Mapping
+from typing import Any
 
 from grad_reverse._keras import keras
 from grad_reverse.adaptation import keras_compat
@@ -61,7 +61,7 @@ def scaled_copy(optimizer: Any, scale: float, name: str, method: str = "DANN") -
 
 
 def make_part_optimizers(
-    spec: Optional[Mapping[str, Any]], model_optimizer: Any, parts: tuple = PARTS, method: str = "DANN"
+    spec: Mapping[str, Any] | None, model_optimizer: Any, parts: tuple = PARTS, method: str = "DANN"
 ) -> dict[str, Any]:
     """`compile`'s `part_optimizers` as `{part: optimizer}`, checked before any step.
 

@@ -29,12 +29,11 @@ from __future__ import annotations
 import math
 import sys
 import warnings
-from typing import Any, Optional
+from typing import Any
 
 import tensorflow as tf
 
 from grad_reverse._keras import KERAS_3, keras
-
 
 # Frames of these packages lie between the user's `fit` call and the callback that warns.
 _LIBRARY_MODULES = ("grad_reverse", "keras", "tf_keras", "tensorflow", "absl")
@@ -82,21 +81,21 @@ def from_position(batches: tf.data.Dataset, position: tf.Variable) -> tf.data.Da
 class StartFollowsKeras(keras.callbacks.Callback):
     """Places the model's ramp and batches at the first epoch Keras runs (see the module)."""
 
-    def __init__(self, steps_per_epoch: int, position: Optional[tf.Variable], exact_batches: bool) -> None:
+    def __init__(self, steps_per_epoch: int, position: tf.Variable | None, exact_batches: bool) -> None:
         super().__init__()
         self.steps_per_epoch = int(steps_per_epoch)
         self.position = position
         self.exact_batches = exact_batches
         self._placed = False
 
-    def on_train_begin(self, logs: Optional[dict] = None) -> None:
+    def on_train_begin(self, logs: dict | None = None) -> None:
         self._placed = False
         self._epoch = 0
 
-    def on_epoch_begin(self, epoch: int, logs: Optional[dict] = None) -> None:
+    def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
         self._epoch = int(epoch)
 
-    def on_train_batch_begin(self, batch: int, logs: Optional[dict] = None) -> None:
+    def on_train_batch_begin(self, batch: int, logs: dict | None = None) -> None:
         # The fit's first batch: Keras 3 starts an epoch at batch 0; Keras 2
         # (tf-keras) resumes a BackupAndRestore saved mid-epoch at the batch
         # after the saved one. Either way no batch has been drawn yet.

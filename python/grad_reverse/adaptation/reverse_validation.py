@@ -18,7 +18,8 @@ T_V is held out of both fits and takes no part in the score.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Hashable, Iterable, Optional
+from collections.abc import Callable, Hashable, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -78,7 +79,7 @@ def reverse_validation(
     *,
     validation_fraction: float = 0.1,
     seed: int = 0,
-    pseudo_labels: Optional[Callable[[np.ndarray], np.ndarray]] = None,
+    pseudo_labels: Callable[[np.ndarray], np.ndarray] | None = None,
     **fit_kwargs: Any,
 ) -> ReverseValidation:
     """Scores the DANN that `make_model()` builds by the paper's reverse validation.

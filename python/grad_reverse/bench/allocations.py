@@ -15,7 +15,7 @@ import contextlib
 import os
 import sys
 import tempfile
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 import tensorflow as tf

@@ -12,7 +12,7 @@ scheduled lambda can do less.
 from __future__ import annotations
 
 import time
-from typing import Callable, Optional, Union
+from collections.abc import Callable
 
 import numpy as np
 import tensorflow as tf
@@ -28,9 +28,9 @@ LAMBDA_VALUE = 0.5
 # bandwidth, so its GB/s is worth comparing with the machine's limit.
 BANDWIDTH_BOUND_SIZE = 1 << 20
 
-LambdaArg = Union[float, tf.Variable]
+LambdaArg = float | tf.Variable
 # The limit's ways (`limit.LimitWays.calls`) to time in a case's own rounds.
-Beside = Optional[dict[str, Callable[[], object]]]
+Beside = dict[str, Callable[[], object]] | None
 
 
 def make_lambda(kind: str) -> LambdaArg:

@@ -8,8 +8,8 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Optional, Sequence
 
 import tensorflow as tf
 
@@ -187,9 +187,9 @@ def summary(results: Sequence[Result]) -> list[str]:
 def run(
     quick: bool = False,
     dtype: str = "float32",
-    out: Optional[str] = None,
-    sizes: Optional[Sequence[int]] = None,
-    rounds: Optional[int] = None,
+    out: str | None = None,
+    sizes: Sequence[int] | None = None,
+    rounds: int | None = None,
     progress: bool = True,
     memory: bool = True,
     dann: bool = True,
@@ -268,7 +268,7 @@ def write_outputs(
     dtype: str,
     started: str,
     title: str,
-    machine: Optional[dict[str, str]] = None,
+    machine: dict[str, str] | None = None,
 ) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     payload = {

@@ -46,9 +46,9 @@ from __future__ import annotations
 
 import os
 import statistics
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -61,7 +61,7 @@ LIMIT_PREFIX = "limit: "
 _ALIGN = 64  # split copies on cache-line boundaries
 
 
-def last_level_cache_bytes() -> Optional[int]:
+def last_level_cache_bytes() -> int | None:
     """The largest CPU cache's size (Linux sysfs), or None where unknown."""
     sizes = []
     root = "/sys/devices/system/cpu/cpu0/cache"
@@ -249,12 +249,12 @@ class KernelBandwidth:
 
     size: int  # elements
     nbytes: int  # of the buffer the kernel reads and overwrites
-    gbps: Optional[float]  # None when the kernel's time was lost in the noise (see kernel_seconds)
-    limit_gbps: Optional[float]  # None where no memory limit applies (in cache, on a GPU)
+    gbps: float | None  # None when the kernel's time was lost in the noise (see kernel_seconds)
+    limit_gbps: float | None  # None where no memory limit applies (in cache, on a GPU)
     # The limit's ways, timed in the kernel's rounds (their names, their samples).
     limit_times: dict[str, list[float]] = field(default_factory=dict)
 
-    def fraction_of_limit(self) -> Optional[float]:
+    def fraction_of_limit(self) -> float | None:
         return self.gbps / self.limit_gbps if self.gbps and self.limit_gbps else None
 
 
@@ -264,7 +264,7 @@ def pass_times(one: list[float], nine: list[float]) -> list[float]:
     return [(n - o) / 8 for o, n in zip(one, nine)]
 
 
-def kernel_seconds(one: list[float], nine: list[float]) -> Optional[float]:
+def kernel_seconds(one: list[float], nine: list[float]) -> float | None:
     """One pass of the kernel: the median over rounds of `pass_times`; None
     when that is not positive, i.e. the 8 passes took less than the noise
     between the two graphs' calls (tiny sizes, a busy machine): no figure

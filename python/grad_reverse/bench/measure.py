@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Optional
 
 import tensorflow as tf
 
@@ -36,7 +36,7 @@ def interleaved(
     rounds: int,
     per_round: int = 1,
     settle: int = 0,
-    after_round: Optional[Callable[[], object]] = None,
+    after_round: Callable[[], object] | None = None,
     rotate: int = 0,
 ) -> dict[str, list[float]]:
     """Times each callable `rounds` times, one round of all of them at a time,
@@ -119,7 +119,7 @@ class Result:
     lambda_kind: str = "variable"  # "variable" (a tf.Variable) or "float" (a Python number)
     times: dict[str, list[float]] = field(default_factory=dict)
     bytes_moved: int = 0  # by the backward (read dy + write dx); 0 where not bandwidth-bound
-    limit_gbps: Optional[float] = None  # the machine's read+write bandwidth on those bytes
+    limit_gbps: float | None = None  # the machine's read+write bandwidth on those bytes
     # The limit's ways, timed in this case's rounds (their names, their samples).
     limit_times: dict[str, list[float]] = field(default_factory=dict)
 
@@ -135,7 +135,7 @@ class Result:
             self.limit_gbps = limit_from_times(self.bytes_moved // 2, self.limit_times).gbps
 
     @property
-    def floor(self) -> Optional[str]:
+    def floor(self) -> str | None:
         """The implementation that does no reversal: what a layer must at least cost."""
         for name in ("identity+read", "identity", "no GRL"):
             if name in self.times:
@@ -145,30 +145,30 @@ class Result:
     def median(self, impl: str) -> float:
         return statistics.median(self.times[impl])
 
-    def ratio(self, numerator: str = "reference", denominator: str = "native") -> Optional[float]:
+    def ratio(self, numerator: str = "reference", denominator: str = "native") -> float | None:
         """Round-by-round ratio of two implementations' times (median of the rounds)."""
         if numerator in self.times and denominator in self.times:
             return paired_ratio(self.times[numerator], self.times[denominator])
         return None
 
-    def over_floor(self) -> Optional[float]:
+    def over_floor(self) -> float | None:
         """native / floor, round by round."""
         return self.ratio("native", self.floor) if self.floor else None
 
-    def native_gbps(self) -> Optional[float]:
+    def native_gbps(self) -> float | None:
         """The backward's bytes over the median native forward+backward time."""
         if not self.bytes_moved or "native" not in self.times:
             return None
         return self.bytes_moved / self.median("native") / 1e9
 
-    def fraction_of_limit(self) -> Optional[float]:
+    def fraction_of_limit(self) -> float | None:
         """The backward's GB/s (the median call) over the limit (the fastest
         pass of its ways: in this case's rounds, or in every round of its size
         where the command pooled them)."""
         gbps = self.native_gbps()
         return gbps / self.limit_gbps if gbps and self.limit_gbps else None
 
-    def fastest_fraction_of_limit(self) -> Optional[float]:
+    def fastest_fraction_of_limit(self) -> float | None:
         """The native op's fastest round over the limit: above 1 would mean
         that some call moved the bytes faster than every way ever did."""
         if not self.limit_gbps or not self.bytes_moved or "native" not in self.times:

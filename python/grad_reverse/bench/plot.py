@@ -9,8 +9,8 @@ case (dy made in the graph) is drawn as well."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from grad_reverse.bench.measure import Result
 from grad_reverse.bench.regime import PAGE_FAULT_BOUND_BYTES, page_fault_bound

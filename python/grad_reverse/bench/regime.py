@@ -17,8 +17,8 @@ backward may write into its buffer and no output is faulted in.
 from __future__ import annotations
 
 import platform
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Optional
 
 import tensorflow as tf
 
@@ -49,7 +49,7 @@ def _cpuinfo_fields(text: str) -> dict[str, str]:
     return fields
 
 
-def cpu_model(cpuinfo: Optional[str] = None) -> str:
+def cpu_model(cpuinfo: str | None = None) -> str:
     """The CPU's model name, family and model numbers (a VM may hide the name),
     and the vector instructions that matter to the kernel."""
     try:

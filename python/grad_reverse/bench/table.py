@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import statistics
 import textwrap
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 from grad_reverse.bench import limit as bandwidth  # looked up at each call: tests set the cache size
 from grad_reverse.bench.cases import BANDWIDTH_BOUND_SIZE
@@ -51,15 +51,15 @@ def parse_sizes(text: str) -> list[int]:
     return [parse_size(part) for part in text.split(",")]
 
 
-def _number(value: Optional[float], width: int, digits: int) -> str:
+def _number(value: float | None, width: int, digits: int) -> str:
     return f"{value:{width}.{digits}f}" if value is not None else f"{'-':>{width}s}"
 
 
-def _floor_ms(result: Result) -> Optional[float]:
+def _floor_ms(result: Result) -> float | None:
     return result.median(result.floor) * 1e3 if result.floor else None
 
 
-def _percent(fraction: Optional[float], width: int) -> str:
+def _percent(fraction: float | None, width: int) -> str:
     return f"{f'{fraction:.0%}' if fraction is not None else '-':>{width}s}"
 
 
@@ -101,7 +101,7 @@ def _row(result: Result) -> str:
     return " ".join(column[3](result) for column in COLUMNS)
 
 
-def _smallest_beyond_cache(dtype_size: int) -> Optional[str]:
+def _smallest_beyond_cache(dtype_size: int) -> str | None:
     """The smallest power-of-two size whose two buffers go to memory, as the table writes it."""
     cache = bandwidth.last_level_cache_bytes()
     if cache is None:
@@ -112,7 +112,7 @@ def _smallest_beyond_cache(dtype_size: int) -> Optional[str]:
     return size_label(size)
 
 
-def empty_limit_note(results: Sequence[Result]) -> Optional[str]:
+def empty_limit_note(results: Sequence[Result]) -> str | None:
     """Why the GB/s and limit columns are empty where they are (None where none is)."""
     unbound = list(
         dict.fromkeys(
@@ -231,7 +231,7 @@ def format_kernel_rows(rows: Sequence[KernelBandwidth], dtype: str) -> str:
     return "\n".join(lines)
 
 
-def summary_line(results: Sequence[Result], case: str, mode: str, kind: str) -> Optional[str]:
+def summary_line(results: Sequence[Result], case: str, mode: str, kind: str) -> str | None:
     """Median over sizes of reference/native for one case, mode and lambda."""
     ratios = [r.ratio() for r in results if (r.case, r.mode, r.lambda_kind) == (case, mode, kind) and r.ratio()]
     if not ratios:

@@ -23,7 +23,8 @@ from __future__ import annotations
 import argparse
 import math
 import time
-from typing import Any, NamedTuple, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -162,7 +163,7 @@ def table(results: Sequence[Result]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m grad_reverse.demo.any_backend",
         description="DANN with GradReverse and Keras' fit on the moons, on the Keras backend KERAS_BACKEND names; "

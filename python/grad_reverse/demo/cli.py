@@ -16,7 +16,7 @@ import argparse
 import json
 import os
 import sys
-from typing import Any, Optional
+from typing import Any
 
 from grad_reverse.demo import DEFAULT_OUT, DEFAULT_SEEDS, DEFAULT_STEPS
 from grad_reverse.demo.image_runs import IMAGE_METHODS
@@ -77,7 +77,7 @@ def _run_kind(results: dict) -> str:
     return f"a comparison of methods on {problem}" if problem else "the moons demo (source-only and DANN)"
 
 
-def _refuse_other_kind(args: argparse.Namespace) -> Optional[str]:
+def _refuse_other_kind(args: argparse.Namespace) -> str | None:
     """Why the output folder may not be written: it holds another kind of run's
     results (their results.json, plots and export would be mixed with this run's)."""
     folder = output_folder(args)
@@ -98,7 +98,7 @@ def _refuse_other_kind(args: argparse.Namespace) -> Optional[str]:
     )
 
 
-def preflight(args: argparse.Namespace) -> Optional[int]:
+def preflight(args: argparse.Namespace) -> int | None:
     """Checks that need no TensorFlow, answered at once with exit status 2: an output
     folder holding another kind of run, the options that fit only one problem, and the
     image problem's data and photographs. The data it read is kept for the run,

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Any, Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -54,7 +55,7 @@ def run(
     seeds: Sequence[int] = DEFAULT_SEEDS,
     steps: int = DEFAULT_STEPS,
     quiet: bool = False,
-    loading_seconds: Optional[float] = None,
+    loading_seconds: float | None = None,
 ) -> dict[str, Any]:
     """Trains source-only and DANN for each seed; plots, exports and checks the first.
 
@@ -172,7 +173,7 @@ def say_written(
     export_name: str,
     serving_check: int,
     seconds: float,
-    loading_seconds: Optional[float],
+    loading_seconds: float | None,
 ) -> None:
     """The report's last lines (both demo paths): how long it took, what it wrote. The command
     then prints the output folder's path (`cli`), after any claim that failed."""

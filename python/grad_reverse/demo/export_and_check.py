@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import io
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 def export_and_check(model: Any, path: str, quiet: bool, say: Callable[..., None]) -> int:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import gzip
 import os
-from typing import NamedTuple, Optional
+from typing import NamedTuple
 
 import numpy as np
 
@@ -61,12 +61,12 @@ def keras_cache_dir() -> str:
     return os.path.join(home, "datasets", "fashion-mnist")
 
 
-def search_dirs(data_dir: Optional[str] = None) -> list:
+def search_dirs(data_dir: str | None = None) -> list:
     """The folders looked in, in order: `data_dir` alone if given, else Debian's, then Keras'."""
     return [data_dir] if data_dir else [DEBIAN_DIR, keras_cache_dir()]
 
 
-def _file(directory: str, name: str) -> Optional[str]:
+def _file(directory: str, name: str) -> str | None:
     for candidate in (name + ".gz", name):
         path = os.path.join(directory, candidate)
         if os.path.isfile(path):
@@ -74,7 +74,7 @@ def _file(directory: str, name: str) -> Optional[str]:
     return None
 
 
-def find(data_dir: Optional[str] = None) -> str:
+def find(data_dir: str | None = None) -> str:
     """The first folder of `search_dirs(data_dir)` with all four files; `DataMissing` if none."""
     dirs = search_dirs(data_dir)
     for directory in dirs:
@@ -107,7 +107,7 @@ def read_idx(path: str) -> np.ndarray:
     return np.frombuffer(data, np.uint8, offset=header).reshape(shape)
 
 
-def load(data_dir: Optional[str] = None) -> FashionMNIST:
+def load(data_dir: str | None = None) -> FashionMNIST:
     """The training and test sets from the first folder `find(data_dir)` returns.
 
     Raises `DataMissing` (no folder has them) or ValueError (a file is not

@@ -31,7 +31,8 @@ what was measured and what was tried.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, NamedTuple, Optional
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -64,7 +65,7 @@ def standardise(images: np.ndarray) -> np.ndarray:
     return ((images - mean) / (images.std(axis=(1, 2), keepdims=True) + STD_FLOOR)).astype("float32")
 
 
-def fashion_mnist_m(seed: int, data: Any, photos: list, limit: Optional[int] = None) -> ImageProblem:
+def fashion_mnist_m(seed: int, data: Any, photos: list, limit: int | None = None) -> ImageProblem:
     """The problem for `seed` (halves, patches) from `data` (`fashion_mnist.load`'s) and
     `photos` (`photo_patches.photographs()`); `limit` caps each half and the test set."""
     from grad_reverse.demo.photo_patches import blend_with_patches
@@ -169,9 +170,9 @@ def run(
     seeds: list,
     steps: int,
     data: Any = None,
-    limit: Optional[int] = None,
+    limit: int | None = None,
     quiet: bool = False,
-    trained: Optional[Callable] = None,
+    trained: Callable | None = None,
     lambda_max: float = LAMBDA_MAX,
 ) -> dict:
     """Trains each method on each seed; scores each on the test set's target

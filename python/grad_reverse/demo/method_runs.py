@@ -14,7 +14,8 @@ domain_loss_weight 0 (the label loss alone). Problems: `demo.problems`.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -90,7 +91,7 @@ def target_accuracy(model: Any, problem: Any) -> float:
 
 
 def run(
-    problem_name: str, methods: list, seeds: list, steps: int, quiet: bool = False, trained: Optional[Callable] = None
+    problem_name: str, methods: list, seeds: list, steps: int, quiet: bool = False, trained: Callable | None = None
 ) -> dict:
     """Trains each method on each seed. `trained(seed, method, model, problem)`,
     if given, sees every model once it is scored (the demo keeps the first

@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Any, Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -39,7 +40,7 @@ def run_methods(
     seeds: Sequence[int],
     steps: int,
     quiet: bool = False,
-    loading_seconds: Optional[float] = None,
+    loading_seconds: float | None = None,
     data: Any = None,
 ) -> dict[str, Any]:
     """Trains `methods` on `problem` for each seed; plots, exports and checks the first seed's.

@@ -8,7 +8,8 @@ the target points a network gets wrong."""
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # matplotlib is optional: imported where a figure is drawn
     from matplotlib.figure import Figure
@@ -28,7 +29,7 @@ _POINT_COLOURS = ("#08519c", "#a63603", "#006d2c")
 _MISSED_COLOUR = "#e7298a"  # a hue of no class: the rings must not read as a class
 
 
-def plot_decision_boundaries(path: str, domains: Any, panels: Sequence[tuple], **options: Any) -> Optional[str]:
+def plot_decision_boundaries(path: str, domains: Any, panels: Sequence[tuple], **options: Any) -> str | None:
     """Writes `decision_boundary_figure(domains, panels, **options)` to `path` as a PNG.
 
     Returns `path`, or None (with nothing written) when matplotlib is missing.
@@ -42,7 +43,7 @@ def plot_decision_boundaries(path: str, domains: Any, panels: Sequence[tuple], *
 
 def decision_boundary_figure(
     domains: Any, panels: Sequence[tuple], title: str = TITLES["moons"], mark_misclassified: bool = False
-) -> Optional["Figure"]:
+) -> Figure | None:
     """One panel per `(title, model)`: the model's decision regions and
     boundaries, the source and target points; one legend saying what each is.
 

@@ -4,7 +4,7 @@ the difference of the means. Needs matplotlib (the `bench` extra)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # matplotlib is optional: imported where a figure is drawn
     from matplotlib.figure import Figure
@@ -25,7 +25,7 @@ METHOD_LABELS = {
 }
 
 
-def plot_target_accuracy(path: str, result: dict) -> Optional[str]:
+def plot_target_accuracy(path: str, result: dict) -> str | None:
     """Writes `target_accuracy_figure(result)` to `path` as a PNG; returns
     `path`, or None (nothing written) when matplotlib is missing."""
     fig = target_accuracy_figure(result)
@@ -35,7 +35,7 @@ def plot_target_accuracy(path: str, result: dict) -> Optional[str]:
     return path
 
 
-def target_accuracy_figure(result: dict) -> Optional["Figure"]:
+def target_accuracy_figure(result: dict) -> Figure | None:
     """`result`: `demo.method_runs.run`'s (`accuracy`: method -> one value per seed)."""
     try:
         from matplotlib.figure import Figure

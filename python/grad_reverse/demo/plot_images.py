@@ -5,7 +5,7 @@ version, so that the shift the methods must bridge is seen. Needs matplotlib
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # matplotlib is optional: imported where a figure is drawn
     from matplotlib.figure import Figure
@@ -15,7 +15,7 @@ import numpy as np
 from grad_reverse.demo.fashion_mnist import CLASSES
 
 
-def plot_domain_samples(path: str, problem: Any, title: str = "") -> Optional[str]:
+def plot_domain_samples(path: str, problem: Any, title: str = "") -> str | None:
     """Writes `domain_samples_figure(problem, title)` to `path` as a PNG; returns
     `path`, or None (nothing written) when matplotlib is missing."""
     fig = domain_samples_figure(problem, title)
@@ -30,7 +30,7 @@ def sample_indices(labels: np.ndarray, classes: int) -> list:
     return [int(np.flatnonzero(labels == c)[0]) for c in range(classes) if np.any(labels == c)]
 
 
-def domain_samples_figure(problem: Any, title: str = "") -> Optional["Figure"]:
+def domain_samples_figure(problem: Any, title: str = "") -> Figure | None:
     """`problem`: `demo.image_runs.ImageProblem` (its test images, as the networks see them,
     each stretched to the full range for display)."""
     try:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any, Callable, Optional, TextIO
+from collections.abc import Callable
+from typing import Any, TextIO
 
 from grad_reverse._keras import keras
 
@@ -28,7 +29,7 @@ def is_terminal(stream: TextIO) -> bool:
         return False
 
 
-def format_logs(logs: Optional[dict[str, Any]]) -> str:
+def format_logs(logs: dict[str, Any] | None) -> str:
     """`loss 0.123, label_accuracy 1.000`: Keras' logs, 3 decimals, in Keras' order."""
     parts = []
     for name, value in (logs or {}).items():
@@ -62,21 +63,21 @@ class LineProgress(keras.callbacks.Callback):
         self._steps = 0
         self._start = self._last_line = 0.0
 
-    def on_train_begin(self, logs: Optional[dict[str, Any]] = None) -> None:
+    def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
         self._steps = 0
         self._start = self._last_line = self._clock()
 
-    def on_train_batch_end(self, batch: int, logs: Optional[dict[str, Any]] = None) -> None:
+    def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
         self._steps += 1
         now = self._clock()
         if now - self._last_line >= self.every_seconds and self._steps < self.total_steps:
             self._last_line = now
             self._line(now, logs)
 
-    def on_train_end(self, logs: Optional[dict[str, Any]] = None) -> None:
+    def on_train_end(self, logs: dict[str, Any] | None = None) -> None:
         self._line(self._clock(), logs)
 
-    def _line(self, now: float, logs: Optional[dict[str, Any]]) -> None:
+    def _line(self, now: float, logs: dict[str, Any] | None) -> None:
         values = format_logs(logs)
         self._print(
             f"  {self.label}: step {self._steps}/{self.total_steps}, {now - self._start:.1f} s"
@@ -84,7 +85,7 @@ class LineProgress(keras.callbacks.Callback):
         )
 
 
-def fit_progress(label: str, total_steps: int, quiet: bool, stream: Optional[TextIO] = None) -> tuple[int, list]:
+def fit_progress(label: str, total_steps: int, quiet: bool, stream: TextIO | None = None) -> tuple[int, list]:
     """`(verbose, callbacks)` for one `fit`: nothing when `quiet`; Keras' bar
     on a terminal; `LineProgress` lines otherwise. `stream`: sys.stdout."""
     if quiet:

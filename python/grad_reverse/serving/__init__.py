@@ -31,7 +31,6 @@ import importlib
 from typing import Any
 
 from grad_reverse._keras import require_tensorflow_backend
-
 from grad_reverse.serving.cli import add_cli, main
 from grad_reverse.serving.constants import SERVING_TAG
 

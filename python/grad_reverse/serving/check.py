@@ -12,8 +12,8 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import tensorflow as tf
 
@@ -49,7 +49,7 @@ with open(out_path, "wb") as out:
 """
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _stock_registry() -> frozenset[str]:
     from tensorflow.core.framework import op_def_pb2
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any
 
 from grad_reverse.serving.constants import EXIT_ERROR, EXIT_FAILED, EXIT_OK, EXIT_UNVERIFIED, SERVING_TAG
 
 
-def _path_problem(path: str) -> Optional[str]:
+def _path_problem(path: str) -> str | None:
     """What `saved_model_dir` would say of a SavedModel path that is not a
     directory, found without importing TensorFlow; None for a directory."""
     if not Path(path).exists():
@@ -26,7 +27,7 @@ def _path_problem(path: str) -> Optional[str]:
     return None
 
 
-def _preflight_check_serving(args: argparse.Namespace) -> Optional[int]:
+def _preflight_check_serving(args: argparse.Namespace) -> int | None:
     problem = _path_problem(args.path)
     if problem:
         print(f"check-serving: error: {problem}", file=sys.stderr)
@@ -34,7 +35,7 @@ def _preflight_check_serving(args: argparse.Namespace) -> Optional[int]:
     return None
 
 
-def _preflight_make_servable(args: argparse.Namespace) -> Optional[int]:
+def _preflight_make_servable(args: argparse.Namespace) -> int | None:
     from grad_reverse.serving.destination import destination_problem  # paths only, no TensorFlow
 
     problem = _path_problem(args.src)
@@ -146,7 +147,7 @@ def add_cli(subparsers: Any) -> None:
     make.set_defaults(run=_run_make_servable, preflight=_preflight_make_servable)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Runs one serving command in this process, as `python -m grad_reverse
     COMMAND ...` would once the package is loaded (`argv` without the program
     name); returns the exit status."""

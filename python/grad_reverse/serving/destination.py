@@ -8,12 +8,11 @@ so a bad DST is reported at once, as a bad SRC is.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 from grad_reverse.serving.constants import SAVED_MODEL_FILES
 
 
-def destination_problem(src: Path, dst: Path, overwrite: bool, any_directory: bool) -> Optional[tuple[str, str]]:
+def destination_problem(src: Path, dst: Path, overwrite: bool, any_directory: bool) -> tuple[str, str] | None:
     """Why `dst` cannot be written: (reason, the same worded for the command line), or None."""
     source, target = src.resolve(), dst.resolve()
     if target == source or source in target.parents or target in source.parents:

@@ -5,15 +5,13 @@ from __future__ import annotations
 import contextlib
 import io
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from grad_reverse.ops import LambdaLike, grad_reverse
 from grad_reverse.serving.saved_model_dir import PathLike
 
 
-def grad_reverse_or_identity(
-    x, lambda_: LambdaLike = 1.0, *, training: Optional[bool] = None, name: Optional[str] = None
-):
+def grad_reverse_or_identity(x, lambda_: LambdaLike = 1.0, *, training: bool | None = None, name: str | None = None):
     """The `GradReverse` layer's rule, for code that calls the op directly.
 
     Returns `x` itself when `training` is False (no op in the graph, so a
@@ -35,7 +33,7 @@ def export_serving(
     model: Any,
     path: PathLike,
     *,
-    input_signature: Optional[list] = None,
+    input_signature: list | None = None,
     check: bool = True,
     verify: bool = False,
     verbose: bool = False,

@@ -12,7 +12,7 @@ import contextlib
 import os
 import sys
 import tempfile
-from typing import Iterator
+from collections.abc import Iterator
 
 
 class HeldBack:

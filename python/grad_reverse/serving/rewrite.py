@@ -25,8 +25,8 @@ rewritten to the new op's output argument ("node:output:0" for Identity).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
 
 from tensorflow.core.framework import node_def_pb2, types_pb2
 from tensorflow.core.protobuf import saved_model_pb2
@@ -45,7 +45,7 @@ class MetaGraphChanges:
     tags: list[str]
     places: dict[str, Counter] = field(default_factory=dict)
 
-    def total(self, op_type: Optional[str] = None) -> int:
+    def total(self, op_type: str | None = None) -> int:
         return sum(c[op_type] if op_type else sum(c.values()) for c in self.places.values())
 
 
@@ -84,7 +84,7 @@ def _rewrite_function(function) -> Counter:
     return counts
 
 
-def _rewrite_nodes(nodes, *, in_function: bool, renamed_outputs: Optional[dict] = None) -> Counter:
+def _rewrite_nodes(nodes, *, in_function: bool, renamed_outputs: dict | None = None) -> Counter:
     counts: Counter = Counter()
     names = {node.name for node in nodes}
     added: list[node_def_pb2.NodeDef] = []

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Union
 
 from google.protobuf import text_format
 from google.protobuf.message import DecodeError
@@ -19,7 +18,7 @@ from tensorflow.core.protobuf import saved_model_pb2
 
 from grad_reverse.serving.constants import SAVED_MODEL_FILES
 
-PathLike = Union[str, os.PathLike]
+PathLike = str | os.PathLike
 BINARY_NAME, TEXT_NAME = SAVED_MODEL_FILES
 # Op types that create variables; a graph holding one needs the variables folder.
 VARIABLE_OPS = frozenset({"VarHandleOp", "VariableV2", "Variable", "AutoReloadVariable"})

@@ -26,7 +26,7 @@ import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, TextIO
+from typing import TextIO
 
 from grad_reverse.serving import destination, integrity, rewrite
 from grad_reverse.serving import staging as staging_folder
@@ -74,7 +74,7 @@ def make_servable(
     verify: bool = True,
     allow_unverified: bool = False,
     check: bool = True,
-    out: Optional[TextIO] = None,
+    out: TextIO | None = None,
 ) -> ServableReport:
     """Copies the SavedModel `src` to `dst` with every GradReverse replaced by stock ops.
 

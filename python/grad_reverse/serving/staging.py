@@ -41,8 +41,8 @@ import secrets
 import shutil
 import socket
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator, Optional
 
 try:
     import fcntl
@@ -105,7 +105,7 @@ def _write_marker(path: Path) -> None:
     (path / OWNER_MARKER).write_text(json.dumps(owner))
 
 
-def _owner(path: Path) -> Optional[dict]:
+def _owner(path: Path) -> dict | None:
     """The marker make-servable wrote into `path`, or None (not one of its folders)."""
     try:
         owner = json.loads((path / OWNER_MARKER).read_text())
@@ -160,7 +160,7 @@ def _remove_stale(dst: Path) -> list[str]:
 
 
 @contextlib.contextmanager
-def claimed_sibling(dst: Path, kind: str, notes: Optional[list] = None, remove_stale: bool = True) -> Iterator[Path]:
+def claimed_sibling(dst: Path, kind: str, notes: list | None = None, remove_stale: bool = True) -> Iterator[Path]:
     """A new hidden sibling of `dst`, marked, locked while the context lasts and removed after it.
 
     Before making it, with `remove_stale`, removes the stale siblings of
