@@ -57,6 +57,10 @@ def top_level_names(tree: ast.Module, unpacked: bool = True) -> set:
                         names.add(element.id)
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             names.add(node.target.id)
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("grad_reverse"):
+            # Re-exported from inside the package (options' names from its settings):
+            # mkdocstrings follows such an alias to where it is defined.
+            names.update(alias.asname or alias.name for alias in node.names)
     return names
 
 
@@ -84,8 +88,13 @@ def dunder_all(tree: ast.Module) -> list:
 
 
 def public_names(module: str) -> set:
+    """`__all__`'s names, or where a module has none, its top-level names without a leading underscore."""
     tree = parse(module)
-    if module == "grad_reverse.options":
+    has_all = any(
+        isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)
+        for node in tree.body
+    )
+    if not has_all:
         return {name for name in top_level_names(tree) if not name.startswith("_")}
     return set(dunder_all(tree))
 
