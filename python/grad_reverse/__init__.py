@@ -53,14 +53,19 @@ def _load() -> None:
     global SUPPORTED_DTYPES
     global dann_lambda, grad_reverse, reference, serving
     with _startup.loading_package():
-        # First: without TensorFlow, its ImportError says which to install.
-        # Last: it builds on the others.
-        from grad_reverse import reference, serving
+        # The order is the point (isort off). First: without TensorFlow, its
+        # ImportError says which to install.
+        # isort: off
         from grad_reverse._native import loader  # noqa: F401
-        from grad_reverse.adaptation import CDAN, DANN, MDD, DANNLearningRateSchedule
+        from grad_reverse import reference
         from grad_reverse.layer import GradReverse
         from grad_reverse.ops import BUILD_INFO, SUPPORTED_DTYPES, grad_reverse
         from grad_reverse.schedule import DANNLambdaSchedule, dann_lambda
+        from grad_reverse.adaptation import CDAN, DANN, MDD, DANNLearningRateSchedule
+
+        # Last: it builds on the others.
+        from grad_reverse import serving
+        # isort: on
 
 
 def _load_other_backend() -> None:
