@@ -29,18 +29,17 @@ KERAS_2_RESHUFFLES = pytest.mark.skipif(
     not KERAS_3, reason="a plain tf-keras model's array shuffling starts anew on a resume (docs/dann.md)"
 )
 
-_references: dict = {}
 
-
-@pytest.fixture
+@pytest.fixture(scope="module")
 def reference(tmp_path_factory):
-    """The uninterrupted fit of a training setup (its arguments), run once per setup."""
+    """The uninterrupted fit of a training setup (its arguments), run once per setup in this module."""
+    runs: dict = {}
 
     def get(args: list[str]) -> dict:
         key = tuple(args)
-        if key not in _references:
-            _references[key] = preemption.uninterrupted(tmp_path_factory.mktemp("uninterrupted"), args)
-        return _references[key]
+        if key not in runs:
+            runs[key] = preemption.uninterrupted(tmp_path_factory.mktemp("uninterrupted"), args)
+        return runs[key]
 
     return get
 

@@ -20,6 +20,7 @@ Ways to save and resume (`--resume-by`):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import glob
 import os
 import re
@@ -71,7 +72,7 @@ def main(argv: list[str]) -> int:
     backup = Path(args.backup)
     resuming = backup.exists() and any(backup.iterdir())
     initial_epoch = 0
-    with strategy.scope() if strategy else _nothing():
+    with strategy.scope() if strategy else contextlib.nullcontext():
         if resuming and args.resume_by == "weights":
             model = build(args, keras)
             model(data(args).x_source[:1])  # weights load into a built model
@@ -83,7 +84,7 @@ def main(argv: list[str]) -> int:
             model = keras.models.load_model(checkpoint)
         else:
             model = build(args, keras)
-    log = LambdaLog(keras)
+    log = lambda_log(keras)
     callbacks = [saver(args, backup, keras), log]
     if args.kill is not None:
         callbacks.append(killer(args.kill, keras))
@@ -96,14 +97,6 @@ def main(argv: list[str]) -> int:
         **{f"w{i}": w for i, w in enumerate(model.get_weights())},
     )
     return 0
-
-
-class _nothing:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return False
 
 
 def data(args: argparse.Namespace):
@@ -207,26 +200,23 @@ def latest(backup: Path, pattern: str) -> tuple[str, int]:
     return path, int(re.search(r"epoch(\d+)", os.path.basename(path)).group(1))
 
 
-class LambdaLog:
-    """Lambda after each training batch, `(epoch, batch, lambda)` rows (a Keras callback, made lazily)."""
+def lambda_log(keras):
+    """A callback keeping lambda as logged after each training batch (by the models, or by
+    DANNLambdaSchedule before it in the list), in `rows` of `(epoch, batch, lambda)`."""
 
-    def __new__(cls, keras):
-        class _Log(keras.callbacks.Callback):
-            def __init__(self) -> None:
-                super().__init__()
-                self.rows: list = []
-                self.epoch = 0
+    class _Log(keras.callbacks.Callback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.rows: list = []
+            self.epoch = 0
 
-            def on_epoch_begin(self, epoch, logs=None):
-                self.epoch = epoch
+        def on_epoch_begin(self, epoch, logs=None):
+            self.epoch = epoch
 
-            def on_train_batch_end(self, batch, logs=None):
-                value = (logs or {}).get("lambda")
-                if value is None and hasattr(plain_keras_model, "lambda_"):
-                    value = float(np.asarray(plain_keras_model.lambda_))
-                self.rows.append((self.epoch, batch, float(value)))
+        def on_train_batch_end(self, batch, logs=None):
+            self.rows.append((self.epoch, batch, float(logs["lambda"])))
 
-        return _Log()
+    return _Log()
 
 
 def killer(where: str, keras):

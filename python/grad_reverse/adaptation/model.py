@@ -345,7 +345,7 @@ class AdversarialModel(keras.Model):
         if int(dataset.cardinality()) == tf.data.INFINITE_CARDINALITY:
             position = tf.Variable(0, dtype=tf.int64, trainable=False, name="batch_position")
             dataset = from_position(dataset, position)
-        callbacks = [*(kwargs.pop("callbacks", None) or []), StartFollowsKeras(steps, position, position is not None)]
+        callbacks = [*(kwargs.pop("callbacks", None) or []), StartFollowsKeras(steps, position)]
         return super().fit(
             dataset,
             epochs=epochs,

@@ -81,14 +81,12 @@ def from_position(batches: tf.data.Dataset, position: tf.Variable) -> tf.data.Da
 class StartFollowsKeras(keras.callbacks.Callback):
     """Places the model's ramp and batches at the first epoch Keras runs (see the module)."""
 
-    def __init__(self, steps_per_epoch: int, position: tf.Variable | None, exact_batches: bool) -> None:
+    def __init__(self, steps_per_epoch: int, position: tf.Variable | None) -> None:
+        """`position`: the variable `from_position` reads, or None where the fit's batches
+        come from a dataset the model does not position. One callback serves one fit."""
         super().__init__()
         self.steps_per_epoch = int(steps_per_epoch)
         self.position = position
-        self.exact_batches = exact_batches
-        self._placed = False
-
-    def on_train_begin(self, logs: dict | None = None) -> None:
         self._placed = False
         self._epoch = 0
 
@@ -132,7 +130,7 @@ class StartFollowsKeras(keras.callbacks.Callback):
                 f"uninterrupted fit's. Save at epoch ends (BackupAndRestore's default save_freq='epoch') "
                 f"for a resume that is.",
             )
-        if start > 0 and not self.exact_batches:
+        if start > 0 and self.position is None:
             _warn_at_fit_call(
                 f"{method}.fit resumes at epoch {epoch}: its batches come from a dataset this model does "
                 f"not position (a finite dataset, or one given without target=), so they start again from "
