@@ -16,7 +16,13 @@ One file per method, holding its loss whole, over the shared parts beside them:
   Keras starts at, after a preemption too);
 * `optimizers`: own optimizers or learning-rate scales for the feature
   extractor and the adversary;
-* `reverse_validation`: scoring a configuration without target labels (§5.1.2 of the paper);
+* `validators`, `validation_scores`: scoring a trained model without target
+  labels (source accuracy, entropy, information maximisation, SND, DEV);
+  `reverse_validation`: the paper's reverse validation (§5.1.2), a function
+  and a validator;
+* `validation_callback`: the scores in the epoch's logs, for `ModelCheckpoint`,
+  `EarlyStopping` and KerasTuner;
+* `selection`: choosing among trained candidates, the plain network among them;
 * `keras_compat`: where Keras 2 and Keras 3 differ for the training step and saving.
 
 The schedules over training, the lambda ramp (shared with
@@ -30,8 +36,21 @@ from grad_reverse.adaptation.dann import DANN
 from grad_reverse.adaptation.mdd import MDD
 from grad_reverse.adaptation.reverse_validation import (
     ReverseValidation,
+    ReverseValidator,
     reverse_validation,
     select_by_reverse_validation,
+)
+from grad_reverse.adaptation.selection import Selection, select_without_labels
+from grad_reverse.adaptation.validation_callback import ValidatorCallback
+from grad_reverse.adaptation.validators import (
+    DEFAULT_VALIDATOR,
+    VALIDATORS,
+    DeepEmbeddedValidation,
+    InformationMaximization,
+    PredictionEntropy,
+    SoftNeighborhoodDensity,
+    SourceAccuracy,
+    Validator,
 )
 from grad_reverse.schedule import DANNLearningRateSchedule, ScaledLearningRate
 
@@ -39,10 +58,22 @@ __all__ = [
     "CDAN",
     "DANN",
     "MDD",
+    "DEFAULT_VALIDATOR",
+    "VALIDATORS",
     "DANNLearningRateSchedule",
+    "DeepEmbeddedValidation",
+    "InformationMaximization",
+    "PredictionEntropy",
     "ReverseValidation",
+    "ReverseValidator",
     "ScaledLearningRate",
+    "Selection",
+    "SoftNeighborhoodDensity",
+    "SourceAccuracy",
+    "Validator",
+    "ValidatorCallback",
     "paired_dataset",
     "reverse_validation",
     "select_by_reverse_validation",
+    "select_without_labels",
 ]

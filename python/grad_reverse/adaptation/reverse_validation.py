@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 
 from grad_reverse._keras import keras
+from grad_reverse.adaptation import validation_scores as scores
+from grad_reverse.adaptation.validators import Validator, model_outputs
 
 
 @dataclasses.dataclass
@@ -149,3 +151,43 @@ def select_by_reverse_validation(
     if not results:
         raise ValueError("select_by_reverse_validation: no candidates")
     return min(results, key=lambda c: results[c].risk), results
+
+
+def _hard_labels_like(y: np.ndarray, classes: np.ndarray) -> np.ndarray:
+    """Class numbers `classes` written as `y` writes its labels (sparse, [n, 1], or one-hot rows)."""
+    if y.ndim == 2 and y.shape[1] > 1:
+        return np.eye(y.shape[1], dtype=y.dtype)[classes]
+    return classes.astype(y.dtype).reshape((len(classes),) + y.shape[1:])
+
+
+class ReverseValidator(Validator):
+    """Reverse validation as a validator (higher is better): the trained model is
+    the forward model; it labels the target points (hard labels), a fresh model
+    of the same configuration (`make_model()`, compiled) trains on them with
+    the held-out source points as its unlabeled target, and the score is that
+    reverse model's accuracy on the held-out source points' labels.
+
+    It estimates how well the model's labeling of the target carries back to
+    the source. Cost: one whole training per score, so it is the dearest
+    validator by far; `fit_kwargs` go to the reverse model's `fit`.
+    """
+
+    name = "reverse"
+
+    def __init__(self, make_model: Callable[[], Any], *, seed: int = 0, **fit_kwargs: Any):
+        if not callable(make_model):
+            raise TypeError(f"ReverseValidator: make_model must build a compiled model, got {make_model!r}")
+        self.make_model, self.seed, self.fit_kwargs = make_model, seed, fit_kwargs
+
+    def __call__(
+        self, model: Any, x_source: Any, y_source: Any, x_target: Any, *, from_logits: bool | None = None
+    ) -> float:
+        self.check_sizes(len(x_source), len(x_target))
+        outputs = model_outputs("ReverseValidator", model, x_source, y_source, x_target, from_logits)
+        y_source = np.asarray(y_source)
+        pseudo = _hard_labels_like(y_source, outputs.target_probabilities.argmax(axis=1))
+        reverse = _trained(
+            self.make_model, self.seed, np.asarray(x_target), pseudo, np.asarray(x_source), self.fit_kwargs
+        )
+        back = model_outputs("ReverseValidator", reverse, x_source, y_source, x_target, from_logits)
+        return scores.accuracy(back.source_probabilities, back.source_labels)

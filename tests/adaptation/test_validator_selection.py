@@ -1,0 +1,147 @@
+"""Choosing without target labels: `ValidatorCallback` driving Keras'
+`ModelCheckpoint` and a KerasTuner search, and `select_without_labels`,
+whose candidates always hold the plain network."""
+
+import numpy as np
+import pytest
+from helpers.models import domains, parts
+
+from grad_reverse._keras import KERAS_3, keras
+from grad_reverse.adaptation import (
+    CDAN,
+    DANN,
+    SoftNeighborhoodDensity,
+    SourceAccuracy,
+    ValidatorCallback,
+    select_without_labels,
+)
+
+
+def _dann(seed=0, lambda_max=1.0, plain=False):
+    model = DANN(*parts(seed), lambda_max=lambda_max)
+    model.compile(keras.optimizers.Adam(0.05), "binary_crossentropy", **({"domain_loss_weight": 0.0} if plain else {}))
+    return model
+
+
+@pytest.fixture(scope="module")
+def data():
+    x_source, y_source, x_target = domains(0, n_source=120)
+    return x_source[:90], y_source[:90], x_source[90:], y_source[90:], x_target
+
+
+def test_the_callback_logs_each_score_and_checkpoint_keeps_the_best_epoch(data, tmp_path):
+    x, y, x_val, y_val, x_target = data
+    model = _dann()
+    path = str(tmp_path / ("best.keras" if KERAS_3 else "best.h5"))
+    scorer = ValidatorCallback(["snd", SourceAccuracy()], x_val, y_val, x_target)
+    best = keras.callbacks.ModelCheckpoint(
+        path, monitor="val_snd", mode="max", save_best_only=True, save_weights_only=not KERAS_3
+    )
+    history = model.fit(
+        x, y, target=x_target, batch_size=32, steps_per_epoch=5, epochs=5, seed=0, verbose=0, callbacks=[scorer, best]
+    )
+    snd = history.history["val_snd"]
+    assert len(snd) == 5 and len(history.history["val_source_accuracy"]) == 5
+    assert len(set(np.round(snd, 9))) > 1, "the score must move over the epochs for this test to tell epochs apart"
+    if KERAS_3:
+        kept = keras.models.load_model(path)
+    else:
+        kept = _dann()
+        kept(x[:1])
+        kept.load_weights(path)
+    # The checkpoint Keras kept is the epoch the score ranked first.
+    assert SoftNeighborhoodDensity()(kept, x_val, y_val, x_target) == pytest.approx(max(snd), rel=1e-5)
+
+
+def test_the_callback_refuses_bad_input_before_the_first_step(data):
+    x, y, x_val, y_val, x_target = data
+    with pytest.raises(ValueError, match="unknown validator 'sdn'; accepted"):
+        ValidatorCallback(["sdn"], x_val, y_val, x_target)
+    with pytest.raises(ValueError, match="needs at least 6 held-out source points"):
+        ValidatorCallback(["dev"], x_val[:4], y_val[:4], x_target)
+    keras.utils.set_random_seed(0)
+    features = keras.Sequential([keras.Input((2,)), keras.layers.Dense(4, activation="tanh")])
+    relu_head = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1, activation="relu")])
+    domain = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1, activation="sigmoid")])
+    model = DANN(features, relu_head, domain)
+    model.compile(keras.optimizers.Adam(0.01), "binary_crossentropy")
+    with pytest.raises(ValueError, match="its last activation is 'relu'"):
+        model.fit(
+            x,
+            y,
+            target=x_target,
+            batch_size=32,
+            steps_per_epoch=2,
+            verbose=0,
+            callbacks=[ValidatorCallback(["snd"], x_val, y_val, x_target)],
+        )
+    assert int(model.optimizer.iterations) == 0
+
+
+def test_a_kerastuner_search_over_lambda_and_method(data, tmp_path):
+    keras_tuner = pytest.importorskip("keras_tuner", reason="KerasTuner is not installed: pip install '.[tuner]'")
+    if not KERAS_3:
+        pytest.skip("KerasTuner's current releases build on Keras 3")
+    x, y, x_val, y_val, x_target = data
+
+    def build(hp):
+        method = hp.Choice("method", ["dann", "cdan"])
+        lambda_max = hp.Choice("lambda_max", [0.3, 3.0])
+        features, label, domain = parts(0)
+        if method == "cdan":  # unbuilt: CDAN builds it on its map's size
+            domain = keras.Sequential([keras.layers.Dense(4, activation="relu"), keras.layers.Dense(1, "sigmoid")])
+        model = (DANN if method == "dann" else CDAN)(features, label, domain, lambda_max=lambda_max)
+        model.compile(keras.optimizers.Adam(0.05), "binary_crossentropy")
+        return model
+
+    tuner = keras_tuner.GridSearch(
+        build, objective=keras_tuner.Objective("val_snd", "max"), directory=str(tmp_path), project_name="t"
+    )
+    scorer = ValidatorCallback(["snd"], x_val, y_val, x_target)
+    tuner.search(x, y, target=x_target, batch_size=32, steps_per_epoch=5, epochs=2, seed=0, verbose=0, callbacks=[scorer])
+    trials = tuner.oracle.get_best_trials(num_trials=10)
+    assert [t.status for t in trials] == ["COMPLETED"] * 4
+    scores = {(t.hyperparameters["method"], t.hyperparameters["lambda_max"]): t.score for t in trials}
+    assert all(np.isfinite(s) for s in scores.values()), scores
+    best = tuner.get_best_hyperparameters(1)[0]
+    assert scores[(best["method"], best["lambda_max"])] == max(scores.values())
+
+
+def _candidates(seed=0):
+    return {"plain": _dann(seed, plain=True), "dann@1": _dann(seed, 1.0), "dann@3": _dann(seed, 3.0)}
+
+
+class _Fixed(SoftNeighborhoodDensity):
+    """A validator whose score is set per model, to test the choice itself."""
+
+    name = "fixed"
+
+    def __init__(self, by_model):
+        self.by_model = by_model
+
+    def __call__(self, model, *args, **kwargs):
+        return self.by_model[id(model)]
+
+
+def test_the_selection_says_dont_adapt_when_the_plain_network_scores_highest(data):
+    x, y, x_val, y_val, x_target = data
+    models = _candidates()
+    for plain_score, expected in ((0.9, "plain"), (0.5, "plain"), (0.1, "dann@3")):
+        by_model = {id(models["plain"]): plain_score, id(models["dann@1"]): 0.2, id(models["dann@3"]): 0.5}
+        chosen = select_without_labels(models, x_val, y_val, x_target, validator_name=_Fixed(by_model))
+        assert chosen.name == expected, (plain_score, chosen.table)  # a tie (0.5) goes to the plain network
+        assert chosen.model is models[expected] and chosen.adapted == (expected != "plain")
+        assert set(chosen.table) == set(models)
+    assert "<- chosen" in chosen.report() and "(plain)" in chosen.report()
+
+
+def test_the_selection_refuses_candidates_without_the_plain_network(data):
+    x, y, x_val, y_val, x_target = data
+    with pytest.raises(ValueError, match="must include the plain network.*'plain'"):
+        select_without_labels({"dann": _dann()}, x_val, y_val, x_target)
+
+
+def test_the_selection_tables_every_validator_asked_for(data):
+    x, y, x_val, y_val, x_target = data
+    chosen = select_without_labels(_candidates(), x_val, y_val, x_target, also=("source_accuracy", "dev"))
+    assert all(set(row) == {"snd", "source_accuracy", "dev"} for row in chosen.table.values())
