@@ -377,4 +377,55 @@ ADAPTATION_MUTANTS: tuple[Mutant, ...] = (
             "test_fit_killed_at_an_epoch_start_and_resumed_by_backup_and_restore_ends_bitwise_equal[dann-ema-lr-schedule]",
         ),
     ),
+    Mutant(
+        name="validator-sign-flipped",
+        promise="every validator scores higher for better: DEV is its risk negated",
+        file="adaptation/validators.py",
+        edits=(
+            (
+                "        return -scores.deep_embedded_risk(weights, losses)\n",
+                "        return scores.deep_embedded_risk(weights, losses)\n",
+            ),
+        ),
+        tests=(T + "adaptation/test_validators.py::test_dev_reads_the_feature_extractor_on_a_model",),
+    ),
+    Mutant(
+        name="dev-control-variate-dropped",
+        promise="DEV's risk uses the importance weights as a control variate (You et al. 2019)",
+        file="adaptation/validation_scores.py",
+        edits=(
+            (
+                "    return float(np.mean(weighted) + eta * np.mean(weights) - eta)\n",
+                "    return float(np.mean(weighted))\n",
+            ),
+        ),
+        tests=(T + "adaptation/test_validators.py::test_deep_embedded_risk_uses_the_control_variate",),
+    ),
+    Mutant(
+        name="snd-temperature-ignored",
+        promise="SoftNeighborhoodDensity scores at the temperature it is given",
+        file="adaptation/validators.py",
+        edits=(
+            (
+                "scores.soft_neighborhood_density(points, self.temperature)",
+                "scores.soft_neighborhood_density(points, 0.05)",
+            ),
+        ),
+        tests=(T + "adaptation/test_validators.py::test_soft_neighborhood_density_reads_its_temperature",),
+    ),
+    Mutant(
+        name="selection-leaves-out-the-plain-network",
+        promise="select_without_labels chooses among all candidates, the plain network included (don't adapt)",
+        file="adaptation/selection.py",
+        edits=(
+            (
+                "    best = plain\n    for name in candidates:\n",
+                "    best = next(n for n in candidates if n != plain)\n    for name in candidates:\n        if name == plain:\n            continue\n",
+            ),
+        ),
+        tests=(
+            T + "adaptation/test_validator_selection.py::"
+            "test_the_selection_says_dont_adapt_when_the_plain_network_scores_highest",
+        ),
+    ),
 )

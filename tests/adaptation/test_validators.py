@@ -185,3 +185,17 @@ def test_bad_input_is_named():
     sigmoids = keras.Sequential([keras.Input((2,)), keras.layers.Dense(3, activation="sigmoid")])
     with pytest.raises(ValueError, match="not class probabilities"):
         SourceAccuracy()(sigmoids, x + 1.0, np.zeros(10), x)
+
+
+def test_source_accuracy_and_alignment_by_hand():
+    from grad_reverse.adaptation import SourceAccuracyAndAlignment
+
+    rng = np.random.default_rng(0)
+    # Features that tell the domains apart perfectly: domain error 0, the score is accuracy - 1.
+    apart = _outputs(target=rng.normal(size=(40, 2)) + 10.0, source=rng.normal(size=(40, 2)) - 10.0)
+    assert scores.domain_error(apart.source_features, apart.target_features) == 0.0
+    accuracy = scores.accuracy(apart.source_probabilities, apart.source_labels)
+    assert SourceAccuracyAndAlignment().score(apart) == pytest.approx(accuracy - 1.0)
+    # One distribution for both: the classifier is near chance, the score near the accuracy.
+    same = rng.normal(size=(400, 2))
+    assert abs(scores.domain_error(same[:200], same[200:]) - 0.5) < 0.1

@@ -50,6 +50,7 @@ from grad_reverse.adaptation.validators import (
     PredictionEntropy,
     SoftNeighborhoodDensity,
     SourceAccuracy,
+    SourceAccuracyAndAlignment,
     Validator,
 )
 from grad_reverse.schedule import DANNLearningRateSchedule, ScaledLearningRate
@@ -70,6 +71,7 @@ __all__ = [
     "Selection",
     "SoftNeighborhoodDensity",
     "SourceAccuracy",
+    "SourceAccuracyAndAlignment",
     "Validator",
     "ValidatorCallback",
     "paired_dataset",

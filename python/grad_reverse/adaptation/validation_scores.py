@@ -140,6 +140,23 @@ def importance_weights(source_features: np.ndarray, target_features: np.ndarray,
     return len(source_features) / len(target_features) * np.exp(-logit_source)
 
 
+def domain_error(source_features: np.ndarray, target_features: np.ndarray, seed: int = 0) -> float:
+    """The held-out error of a logistic domain classifier on the features: each
+    domain split in halves (seeded), trained on one half of each, tested on the
+    other's, the two domains weighted equally. 0.5: the features cannot tell
+    the domains apart; 0: they always can."""
+    rng = np.random.default_rng(seed)
+    s, t = rng.permutation(len(source_features)), rng.permutation(len(target_features))
+    s_fit, s_test, t_fit, t_test = s[: len(s) // 2], s[len(s) // 2 :], t[: len(t) // 2], t[len(t) // 2 :]
+    w, b = logistic_regression(
+        np.concatenate([source_features[s_fit], target_features[t_fit]]),
+        np.concatenate([np.ones(len(s_fit)), np.zeros(len(t_fit))]),
+    )
+    source_wrong = np.mean(source_features[s_test] @ w + b <= 0.0)
+    target_wrong = np.mean(target_features[t_test] @ w + b > 0.0)
+    return float((source_wrong + target_wrong) / 2)
+
+
 def deep_embedded_risk(weights: np.ndarray, losses: np.ndarray) -> float:
     """DEV's risk (You et al. 2019): the importance-weighted mean loss with the
     weights as control variate, `mean(w l) + eta mean(w) - eta`, where
