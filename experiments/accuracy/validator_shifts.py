@@ -60,9 +60,7 @@ def moons_affine(seed: int) -> Data:
     fresh = make_domains(seed + 1000)
     shear = np.array([[1.0, 0.8], [0.0, 1.0]], dtype="float32")
     x_target = (fresh.x_source @ shear.T + np.array([0.3, -0.4], dtype="float32")).astype("float32")
-    return Data(
-        source.x_source, source.y_source.reshape(-1, 1).astype("float32"), x_target, fresh.y_source.reshape(-1)
-    )
+    return Data(source.x_source, source.y_source.reshape(-1, 1).astype("float32"), x_target, fresh.y_source.reshape(-1))
 
 
 def digits_inverted(seed: int) -> Data:
@@ -138,7 +136,5 @@ SHIFTS = {
         600,
         128,
     ),
-    "fashion-mnist-m": Shift(
-        _fashion, image_runs.parts, _sgd(1500), "sparse_categorical_crossentropy", 1.0, 1500, 128
-    ),
+    "fashion-mnist-m": Shift(_fashion, image_runs.parts, _sgd(1500), "sparse_categorical_crossentropy", 1.0, 1500, 128),
 }

@@ -109,7 +109,7 @@ def run(shift_name: str, seed: int, out: str, reverse: bool) -> None:
             )
             if reverse:  # the dearest validator: the last checkpoint only
                 rows[-1]["val_reverse"] = ReverseValidator(
-                    lambda: build(shift, method, lambda_max, seed),
+                    lambda m=method, lam=lambda_max: build(shift, m, lam, seed),
                     seed=seed,
                     batch_size=shift.batch_size,
                     steps_per_epoch=shift.steps,

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 skada = pytest.importorskip("skada", reason="skada is not installed: pip install '.[peers]'")
+from skada.metrics import DeepEmbeddedValidation, PredictionEntropyScorer, SoftNeighborhoodDensity  # noqa: E402
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
 from sklearn.utils import check_random_state  # noqa: E402
-from skada.metrics import DeepEmbeddedValidation, PredictionEntropyScorer, SoftNeighborhoodDensity  # noqa: E402
 
 from grad_reverse.adaptation import validation_scores as scores  # noqa: E402
 
@@ -60,7 +60,14 @@ def arrays():
     pipeline = skada.make_da_pipeline(_Features(), _GivenProbabilities((keys, probabilities)))
     x = np.concatenate([features, probabilities], axis=1)
     pipeline.fit(x, labels, sample_domain=domains)
-    return {"x": x, "labels": labels, "domains": domains, "pipeline": pipeline, "features": features, "p": probabilities}
+    return {
+        "x": x,
+        "labels": labels,
+        "domains": domains,
+        "pipeline": pipeline,
+        "features": features,
+        "p": probabilities,
+    }
 
 
 def _skada(scorer, a):

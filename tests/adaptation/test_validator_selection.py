@@ -4,7 +4,6 @@ whose candidates always hold the plain network."""
 
 import numpy as np
 import pytest
-from helpers.models import domains, parts
 
 from grad_reverse._keras import KERAS_3, keras
 from grad_reverse.adaptation import (
@@ -15,6 +14,7 @@ from grad_reverse.adaptation import (
     ValidatorCallback,
     select_without_labels,
 )
+from helpers.models import domains, parts
 
 
 def _dann(seed=0, lambda_max=1.0, plain=False):
@@ -98,7 +98,9 @@ def test_a_kerastuner_search_over_lambda_and_method(data, tmp_path):
         build, objective=keras_tuner.Objective("val_snd", "max"), directory=str(tmp_path), project_name="t"
     )
     scorer = ValidatorCallback(["snd"], x_val, y_val, x_target)
-    tuner.search(x, y, target=x_target, batch_size=32, steps_per_epoch=5, epochs=2, seed=0, verbose=0, callbacks=[scorer])
+    tuner.search(
+        x, y, target=x_target, batch_size=32, steps_per_epoch=5, epochs=2, seed=0, verbose=0, callbacks=[scorer]
+    )
     trials = tuner.oracle.get_best_trials(num_trials=10)
     assert [t.status for t in trials] == ["COMPLETED"] * 4
     scores = {(t.hyperparameters["method"], t.hyperparameters["lambda_max"]): t.score for t in trials}

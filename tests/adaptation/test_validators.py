@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 import pytest
-from helpers.models import domains, parts
 
 from grad_reverse._keras import keras
 from grad_reverse.adaptation import (
@@ -20,6 +19,7 @@ from grad_reverse.adaptation import (
     SourceAccuracy,
 )
 from grad_reverse.adaptation import validation_scores as scores
+from helpers.models import domains, parts
 
 
 def _entropy(row):
