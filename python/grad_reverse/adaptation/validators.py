@@ -300,6 +300,7 @@ VALIDATORS = {
         InformationMaximization,
         SoftNeighborhoodDensity,
         DeepEmbeddedValidation,
+        SourceAccuracyAndAlignment,
     )
 }
 
