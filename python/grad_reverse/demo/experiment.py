@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from grad_reverse.demo import DEFAULT_OUT, DEFAULT_SEEDS, DEFAULT_STEPS
+from grad_reverse.demo import DEFAULT_OUT, DEFAULT_SEEDS, DEFAULT_STEPS, label_free
 from grad_reverse.demo.data import MOON_NOISE, POINTS_PER_MOON, ROTATION_DEGREES, make_domains
 from grad_reverse.demo.export_and_check import export_and_check
 from grad_reverse.demo.models import HIDDEN_UNITS, accuracy
@@ -103,10 +103,14 @@ def run(
         say(f"[seed {seed}] DANN (GradReverse, lambda schedule up to {LAMBDA_MAX:g})")
         dann = train_dann(domains, seed, steps, quiet)
         row = {"seed": int(seed)}
+        held_out = make_domains(seed + label_free.HELD_OUT_SEED)  # its source: points no model saw
         for name, model in (("source_only", source_only), ("dann", dann)):
             row[name] = {
                 "source": accuracy(model, domains.x_source, domains.y_source),
                 "target": accuracy(model, domains.x_target, domains.y_target),
+                "label_free_score": label_free.score(
+                    model, held_out.x_source, held_out.y_source, domains.x_target, seed
+                ),
             }
         runs.append(row)
         say(
@@ -121,6 +125,14 @@ def run(
     say(
         f"\nTarget accuracy, mean over seeds {list(seeds)}: source-only {mean_target['source_only']:.3f}, "
         f"DANN {mean_target['dann']:.3f} ({mean_target['dann'] - mean_target['source_only']:+.3f})"
+    )
+    names = ("source_only", "dann")
+    say(
+        "\n"
+        + label_free.summary(
+            {n: [r[n]["label_free_score"] for r in runs] for n in names},
+            {n: [r[n]["target"] for r in runs] for n in names},
+        )
     )
 
     source_only, dann = first_models

@@ -36,6 +36,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from grad_reverse.demo import method_runs
+
 IMAGE_METHODS = ("source_only", "dann", "cdan", "cdan_e", "mdd", "target_trained")
 BATCH_SIZE = 128  # source + target, as the paper's 64 + 64 (Ganin's code)
 LAMBDA_MAX = 1.0
@@ -180,11 +182,13 @@ def run(
     version (`source_accuracy`). `data`: Fashion-MNIST as `fashion_mnist.load`
     returns it (None: loaded from where `fashion_mnist.find` looks).
     `trained(seed, method, model, problem)`, if given, sees every model once it is scored."""
+    from grad_reverse.demo import label_free
     from grad_reverse.demo.fashion_mnist import load
     from grad_reverse.demo.photo_patches import photographs
 
     data, photos = (load() if data is None else data), photographs()
     results: dict = {m: [] for m in methods}
+    label_free_scores: dict = {m: [] for m in methods}
     source_results: dict = {m: [] for m in methods}
     seconds: dict = {m: 0.0 for m in methods}
     for seed in seeds:
@@ -195,6 +199,10 @@ def run(
             seconds[method] += time.perf_counter() - start
             results[method].append(accuracy(model, problem.x_test_target, problem.y_test))
             source_results[method].append(accuracy(model, problem.x_test_source, problem.y_test))
+            # Held-out source: the test set's grey images, which no fit saw.
+            label_free_scores[method].append(
+                label_free.score(model, problem.x_test_source, problem.y_test, problem.x_target, seed)
+            )
             if trained is not None:
                 trained(seed, method, model, problem)
             if not quiet:
@@ -210,6 +218,7 @@ def run(
         "accuracy": results,
         "source_accuracy": source_results,
         "fit_seconds": seconds,
+        "label_free_scores": label_free_scores,
     }
 
 
@@ -243,4 +252,4 @@ def table(result: dict) -> str:
             f"{np.mean(result['source_accuracy'][method]):11.3f} {share_text:>10s} "
             f"{result['fit_seconds'][method] / len(values):10.1f}"
         )
-    return "\n".join(lines)
+    return "\n".join(lines + method_runs.label_free_lines(result))

@@ -96,12 +96,15 @@ def run(
     """Trains each method on each seed. `trained(seed, method, model, problem)`,
     if given, sees every model once it is scored (the demo keeps the first
     seed's to draw and export them)."""
+    from grad_reverse.demo import label_free
     from grad_reverse.demo.problems import PROBLEMS
 
     results: dict = {m: [] for m in methods}
+    label_free_scores: dict = {m: [] for m in methods}
     seconds: dict = {m: 0.0 for m in methods}
     for seed in seeds:
         problem = PROBLEMS[problem_name](seed)
+        held_out = PROBLEMS[problem_name](seed + label_free.HELD_OUT_SEED)  # its source: points no model saw
         for method in methods:
             model = build(method, problem, seed)
             start = time.perf_counter()
@@ -116,11 +119,21 @@ def run(
             )
             seconds[method] += time.perf_counter() - start
             results[method].append(target_accuracy(model, problem))
+            label_free_scores[method].append(
+                label_free.score(model, held_out.x_source, held_out.y_source, problem.x_target, seed)
+            )
             if trained is not None:
                 trained(seed, method, model, problem)
             if not quiet:
                 print(f"seed {seed} {method:12s} target accuracy {results[method][-1]:.3f}", flush=True)
-    return {"problem": problem_name, "steps": steps, "seeds": seeds, "accuracy": results, "fit_seconds": seconds}
+    return {
+        "problem": problem_name,
+        "steps": steps,
+        "seeds": seeds,
+        "accuracy": results,
+        "fit_seconds": seconds,
+        "label_free_scores": label_free_scores,
+    }
 
 
 def table(result: dict) -> str:
@@ -132,4 +145,12 @@ def table(result: dict) -> str:
     for method, values in result["accuracy"].items():
         per_seed = result["fit_seconds"][method] / len(values)
         lines.append(f"{method:12s} {min(values):6.3f} {np.mean(values):6.3f} {max(values):6.3f} {per_seed:10.1f}")
-    return "\n".join(lines)
+    return "\n".join(lines + label_free_lines(result))
+
+
+def label_free_lines(result: dict) -> list:
+    """The validator's lines under a table (none in a result without its scores)."""
+    from grad_reverse.demo.label_free import summary
+
+    scores = result.get("label_free_scores")
+    return ["", summary(scores, result["accuracy"])] if scores else []
