@@ -199,3 +199,5 @@ def test_source_accuracy_and_alignment_by_hand():
     # One distribution for both: the classifier is near chance, the score near the accuracy.
     same = rng.normal(size=(400, 2))
     assert abs(scores.domain_error(same[:200], same[200:]) - 0.5) < 0.1
+    # Domains of unequal size that a line separates: still told apart (equal counts drawn).
+    assert scores.domain_error(rng.normal(size=(30, 2)) - 3.0, rng.normal(size=(300, 2)) + 3.0) == 0.0

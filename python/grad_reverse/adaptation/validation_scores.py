@@ -141,12 +141,15 @@ def importance_weights(source_features: np.ndarray, target_features: np.ndarray,
 
 
 def domain_error(source_features: np.ndarray, target_features: np.ndarray, seed: int = 0) -> float:
-    """The held-out error of a logistic domain classifier on the features: each
-    domain split in halves (seeded), trained on one half of each, tested on the
-    other's, the two domains weighted equally. 0.5: the features cannot tell
-    the domains apart; 0: they always can."""
+    """The held-out error of a logistic domain classifier on the features: as many
+    points of each domain (the smaller domain's count, a seeded sample of the
+    larger), each domain split in halves, trained on one half of each, tested
+    on the other's. 0.5: the features cannot tell the domains apart; 0: they
+    always can. (Equal counts: an unbalanced classifier would call every point
+    the larger domain's and score 0.5 whatever the features.)"""
     rng = np.random.default_rng(seed)
-    s, t = rng.permutation(len(source_features)), rng.permutation(len(target_features))
+    n = min(len(source_features), len(target_features))
+    s, t = rng.permutation(len(source_features))[:n], rng.permutation(len(target_features))[:n]
     s_fit, s_test, t_fit, t_test = s[: len(s) // 2], s[len(s) // 2 :], t[: len(t) // 2], t[len(t) // 2 :]
     w, b = logistic_regression(
         np.concatenate([source_features[s_fit], target_features[t_fit]]),
