@@ -46,12 +46,11 @@ def last_epoch(rows: list) -> int:
 
 
 def choose(rows: list, key: str) -> dict:
-    """The row `key` ranks first; a tie goes to the plain network's last checkpoint."""
+    """The row `key` ranks first; a tie goes to the plain network, then to the later checkpoint."""
     scored = [r for r in rows if key in r]
     best = max(r[key] for r in scored)
     tied = [r for r in scored if r[key] == best]
-    plain = [r for r in tied if r["candidate"] == "plain"]
-    return (plain or tied)[0]
+    return min(tied, key=lambda r: (r["candidate"] != "plain", -r["epoch"]))
 
 
 def seed_result(rows: list, validator: str) -> dict | None:
