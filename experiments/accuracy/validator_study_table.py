@@ -3,11 +3,14 @@
     python experiments/accuracy/validator_study_table.py build-validators [--markdown]
 
 Per shift and validator, over the seeds:
+Two pools: every checkpoint of every candidate (choosing the method, lambda
+and epoch), and each candidate's last checkpoint (the method and lambda).
+
 * rank: Spearman's rank correlation of the score with the target accuracy,
   over every checkpoint of every candidate of a seed (mean over seeds);
 * plain / chosen / oracle: mean target accuracy of the plain network (its
   last checkpoint: what a user gets without adapting), of the checkpoint the
-  validator ranks first, and of the best checkpoint (labels needed);
+  validator ranks first, and of the pool's best (the oracle: labels needed);
 * recovered: (chosen - plain) / (oracle - plain) of those means;
 * worse: on how many seeds the choice is below the plain network (> 1 point below).
 
@@ -53,9 +56,10 @@ def choose(rows: list, key: str) -> dict:
     return min(tied, key=lambda r: (r["candidate"] != "plain", -r["epoch"]))
 
 
-def seed_result(rows: list, validator: str) -> dict | None:
+def seed_result(rows: list, validator: str, last_only: bool = False) -> dict | None:
+    """One seed's figures; `last_only`: the candidates' last checkpoints are the pool."""
     key = f"val_{validator}"
-    scored = [r for r in rows if key in r]
+    scored = [r for r in rows if key in r and (not last_only or r["epoch"] == last_epoch(rows))]
     if not scored:
         return None
     plain = next(r for r in rows if r["candidate"] == "plain" and r["epoch"] == last_epoch(rows))
@@ -67,15 +71,15 @@ def seed_result(rows: list, validator: str) -> dict | None:
         "plain": plain["target_accuracy"],
         "chosen": choose(scored, key)["target_accuracy"],
         "chosen_name": f"{choose(scored, key)['candidate']}/e{choose(scored, key)['epoch']}",
-        "oracle": max(r["target_accuracy"] for r in rows),
+        "oracle": max(r["target_accuracy"] for r in scored),
     }
 
 
-def shift_rows(seeds: dict) -> list:
+def shift_rows(seeds: dict, last_only: bool = False) -> list:
     """One summary per validator of one shift."""
     out = []
     for validator in VALIDATORS:
-        per_seed = [s for s in (seed_result(rows, validator) for rows in seeds.values()) if s]
+        per_seed = [s for s in (seed_result(rows, validator, last_only) for rows in seeds.values()) if s]
         if not per_seed:
             continue
         plain, chosen, oracle = (float(np.mean([s[k] for s in per_seed])) for k in ("plain", "chosen", "oracle"))
@@ -96,14 +100,14 @@ def shift_rows(seeds: dict) -> list:
     return out
 
 
-def table(runs: dict) -> str:
+def table(runs: dict, last_only: bool = False) -> str:
     lines = [
         "| shift | validator | seeds | rank corr. | plain | chosen | oracle | recovered | worse than plain (by > 1 pt) |"
         " goal |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for shift in sorted(runs):
-        for r in shift_rows(runs[shift]):
+        for r in shift_rows(runs[shift], last_only):
             goal = r["chosen"] >= r["plain"] - POINT and (
                 r["oracle"] <= r["plain"] or r["chosen"] - r["plain"] >= 0.5 * (r["oracle"] - r["plain"])
             )
@@ -115,10 +119,29 @@ def table(runs: dict) -> str:
     return "\n".join(lines)
 
 
-def choices(runs: dict) -> str:
+def summary(runs: dict, last_only: bool = False) -> str:
+    """Per validator, over the shifts: the worst mean (chosen - plain), on how many
+    shifts that is below -1 point, and the mean share of the oracle's gain recovered."""
+    by_validator: dict = defaultdict(list)
+    for shift in sorted(runs):
+        for r in shift_rows(runs[shift], last_only):
+            by_validator[r["validator"]].append(r)
+    lines = [
+        "| validator | shifts | worst (chosen - plain) | shifts more than 1 pt below plain | mean recovered |",
+        "|---|---|---|---|---|",
+    ]
+    for validator, rows in by_validator.items():
+        worst = min(r["chosen"] - r["plain"] for r in rows)
+        below = sum(r["chosen"] < r["plain"] - POINT for r in rows)
+        recovered = np.nanmean([r["recovered"] for r in rows])
+        lines.append(f"| {validator} | {len(rows)} | {worst:+.3f} | {below} | {recovered:+.0%} |")
+    return "\n".join(lines)
+
+
+def choices(runs: dict, last_only: bool = False) -> str:
     lines = ["| shift | validator | chosen checkpoint per seed |", "|---|---|---|"]
     for shift in sorted(runs):
-        for r in shift_rows(runs[shift]):
+        for r in shift_rows(runs[shift], last_only):
             lines.append(f"| {shift} | {r['validator']} | {', '.join(r['choices'])} |")
     return "\n".join(lines)
 
@@ -129,10 +152,15 @@ def main() -> None:
     parser.add_argument("--choices", action="store_true", help="also which checkpoint each validator chose")
     args = parser.parse_args()
     runs = load(args.folder)
-    print(table(runs))
-    if args.choices:
+    for last_only, pool in ((False, "every checkpoint"), (True, "the last checkpoints")):
+        print(f"### The pool: {pool} of every candidate\n")
+        print(table(runs, last_only))
         print()
-        print(choices(runs))
+        print(summary(runs, last_only))
+        if args.choices:
+            print()
+            print(choices(runs, last_only))
+        print()
 
 
 if __name__ == "__main__":
