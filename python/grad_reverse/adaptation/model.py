@@ -28,7 +28,7 @@ from grad_reverse.adaptation import keras_compat
 from grad_reverse.adaptation.batches import fit_batches
 from grad_reverse.adaptation.networks import build_on_one_point
 from grad_reverse.adaptation.optimizers import build_every_optimizer, make_part_optimizers, optimizer_groups
-from grad_reverse.adaptation.resume import StartFollowsKeras, from_position
+from grad_reverse.adaptation.resume import StartFollowsKeras, from_position, load_plan, save_plan
 from grad_reverse.schedule import ScheduleState, check_schedule, finite, scheduled_lambda
 
 
@@ -345,7 +345,7 @@ class AdversarialModel(keras.Model):
         if int(dataset.cardinality()) == tf.data.INFINITE_CARDINALITY:
             position = tf.Variable(0, dtype=tf.int64, trainable=False, name="batch_position")
             dataset = from_position(dataset, position)
-        callbacks = [*(kwargs.pop("callbacks", None) or []), StartFollowsKeras(steps, position)]
+        callbacks = [*(kwargs.pop("callbacks", None) or []), StartFollowsKeras(steps, position, int(epochs))]
         return super().fit(
             dataset,
             epochs=epochs,
@@ -357,6 +357,13 @@ class AdversarialModel(keras.Model):
         )
 
     # --- saving ----------------------------------------------------------------------
+
+    def save_own_variables(self, store: Any) -> None:
+        super().save_own_variables(store)
+        save_plan(self, store)  # during a fit: its plan, which a resume compares with its own
+
+    def load_own_variables(self, store: Any) -> None:
+        super().load_own_variables(load_plan(self, store))
 
     def _method_config(self) -> dict[str, Any]:
         """The constructor's other arguments (besides the parts and the schedule)."""
