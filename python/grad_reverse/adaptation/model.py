@@ -29,7 +29,7 @@ from grad_reverse.adaptation.batches import fit_batches
 from grad_reverse.adaptation.networks import build_on_one_point
 from grad_reverse.adaptation.optimizers import build_every_optimizer, make_part_optimizers, optimizer_groups
 from grad_reverse.adaptation.resume import StartFollowsKeras, from_position, load_plan, save_plan
-from grad_reverse.schedule import ScheduleState, check_schedule, finite, scheduled_lambda
+from grad_reverse.schedule import ScheduleState, check_schedule, finite, scheduled_lambda, whole
 
 
 class _AdversarialMetrics:
@@ -333,8 +333,8 @@ class AdversarialModel(keras.Model):
         dataset, steps, feature_spec = fit_batches(
             method, x, y, batch_size, target, steps_per_epoch, source_fraction, shuffle, seed, kwargs
         )
-        if isinstance(epochs, bool) or int(epochs) < 1 or int(initial_epoch) < 0:
-            raise ValueError(f"{method}.fit: epochs must be >= 1 and initial_epoch >= 0, got {epochs}, {initial_epoch}")
+        epochs = whole(f"{method}.fit: epochs", epochs, 1)
+        initial_epoch = whole(f"{method}.fit: initial_epoch", initial_epoch, 0)
         build_on_one_point(self, feature_spec)
         if self._part_optimizers():
             self.build_optimizers()

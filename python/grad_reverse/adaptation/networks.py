@@ -10,6 +10,7 @@ from typing import Any
 import tensorflow as tf
 
 from grad_reverse._keras import keras
+from grad_reverse.layer import GradReverse
 
 
 def activation_name(head: Any) -> str | None:
@@ -40,6 +41,28 @@ def tell_from_logits(method: str, label_head: Any, label_from_logits: bool | Non
 def check_part(method: str, name: str, part: Any) -> Any:
     if not isinstance(part, keras.layers.Layer):
         raise TypeError(f"{method}: {name} must be a Keras model or layer, got {type(part).__name__}")
+    return part
+
+
+def _layers_within(part: Any) -> list:
+    """`part` and every layer nested in it (models inside models included)."""
+    flatten = getattr(part, "_flatten_layers", None)
+    if flatten is None:
+        return [part]
+    return list(flatten(include_self=True, recursive=True))
+
+
+def check_no_reversal(method: str, name: str, part: Any) -> Any:
+    """`part`, or a ValueError when it holds a `GradReverse` layer: the model reverses the
+    gradient between the features and this part already, and two reversals cancel (the
+    features would learn to help the adversary instead of fooling it)."""
+    for layer in _layers_within(part):
+        if isinstance(layer, GradReverse) or type(layer).__name__ == "GradReverse":
+            raise ValueError(
+                f"{method}: the {name} must not contain a GradReverse layer (found {layer.name!r}): "
+                f"{method} puts one between the features and the {name} itself, and a second one "
+                f"cancels it. Pass the {name} without it."
+            )
     return part
 
 
