@@ -79,6 +79,26 @@ def build_on_one_point(model: Any, spec: tf.TensorSpec) -> None:
             model(point, training=False)
 
 
+def remember_points(model: Any, inputs: Any) -> None:
+    """Keeps the spec of one point of the first `inputs` the model is called on (a tensor), so
+    `build_unbuilt_parts` can later build the parts that call did not (the adversary's)."""
+    if getattr(model, "_point_spec", None) is None and hasattr(inputs, "shape") and hasattr(inputs, "dtype"):
+        shape = list(inputs.shape)
+        if shape:
+            model._point_spec = tf.TensorSpec([1, *shape[1:]], tf.as_dtype(inputs.dtype))
+
+
+def build_unbuilt_parts(model: Any) -> list:
+    """Builds the parts that calling the model did not build (its adversary) on one point of what it
+    was called on; returns the names of those still unbuilt (the model was never called)."""
+    unbuilt = [part for part in model.PARTS if not getattr(model, part).built]
+    spec = getattr(model, "_point_spec", None)
+    if unbuilt and spec is not None:
+        build_on_one_point(model, spec)
+        unbuilt = [part for part in model.PARTS if not getattr(model, part).built]
+    return unbuilt
+
+
 # Clips probabilities before the log (a head's softmax may give exact 0).
 _TINY = 1e-12
 

@@ -102,8 +102,7 @@ class FitPlan:
 
     def __str__(self) -> str:
         return (
-            f"epochs={self.epochs}, steps_per_epoch={self.steps_per_epoch} "
-            f"({self.epochs * self.steps_per_epoch} steps)"
+            f"epochs={self.epochs}, steps_per_epoch={self.steps_per_epoch} ({self.epochs * self.steps_per_epoch} steps)"
         )
 
 
@@ -121,7 +120,7 @@ class _WithoutPlan:
         self._store = store
 
     def keys(self) -> list:
-        return [key for key in self._store.keys() if key != PLAN_KEY]
+        return [key for key in self._store.keys() if key != PLAN_KEY]  # noqa: SIM118 (a store, not a dict)
 
     def __getitem__(self, key: str) -> Any:
         return self._store[key]
