@@ -316,7 +316,7 @@ ADAPTATION_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         name="mixed-precision-loss-not-scaled",
         promise="under mixed_float16 every method's step scales the loss (Keras 3), so the step is not shrunk",
-        file="adaptation/steps.py",
+        file="adaptation/model.py",
         edits=(("    return model.optimizer.scale_loss(loss) if KERAS_3 else loss", "    return loss"),),
         tests=(
             T

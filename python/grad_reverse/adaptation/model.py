@@ -23,19 +23,17 @@ from typing import Any
 
 import tensorflow as tf
 
-from grad_reverse._keras import keras
+from grad_reverse._keras import KERAS_3, keras
 from grad_reverse.adaptation import keras_compat
 from grad_reverse.adaptation.batches import fit_batches
-from grad_reverse.adaptation.networks import build_on_one_point, build_unbuilt_parts, remember_points
+from grad_reverse.adaptation.networks import (
+    build_adversary_on,
+    build_on_one_point,
+    build_unbuilt_parts,
+    remember_points,
+)
 from grad_reverse.adaptation.optimizers import build_every_optimizer, make_part_optimizers, optimizer_groups
 from grad_reverse.adaptation.resume import StartFollowsKeras, from_position, load_plan, save_plan
-from grad_reverse.adaptation.steps import (
-    apply_per_optimizer,
-    loss_for_gradients,
-    minimize,
-    replicas_in_sync,
-    track_label_loss,
-)
 from grad_reverse.schedule import ScheduleState, check_schedule, finite, scheduled_lambda, whole
 
 
@@ -53,6 +51,55 @@ class _AdversarialMetrics:
 
     def all(self) -> list:
         return list(self.by_name.values()) + [self.lambda_]
+
+
+# Where Keras 2 and Keras 3 differ inside the step, kept beside it: Keras 3 scales the loss for
+# mixed precision inside the tape and applies the gradients itself; Keras 2's `minimize(tape=)`
+# does both. Keras 2's `compute_loss` updates the `loss` metric; Keras 3's train_step does it.
+
+
+def replicas_in_sync() -> int:
+    """Replicas whose gradients the optimizer sums (1 outside tf.distribute)."""
+    return tf.distribute.get_strategy().num_replicas_in_sync
+
+
+def loss_for_gradients(model: Any, loss: tf.Tensor) -> tf.Tensor:
+    """The loss to differentiate, inside the tape: loss-scaled on Keras 3 under mixed precision."""
+    return model.optimizer.scale_loss(loss) if KERAS_3 else loss
+
+
+def minimize(model: Any, tape: tf.GradientTape, loss: tf.Tensor) -> None:
+    """One optimizer step on `model.trainable_variables` from `loss` recorded on `tape`."""
+    variables = model.trainable_variables
+    if KERAS_3:
+        gradients = tape.gradient(loss, variables)
+        model.optimizer.apply_gradients(zip(gradients, variables))
+    else:
+        model.optimizer.minimize(loss, variables, tape=tape)
+
+
+def apply_per_optimizer(tape: tf.GradientTape, loss: tf.Tensor, groups: list) -> None:
+    """One step of each optimizer on its variables, from one gradient of `loss`.
+
+    `groups`: `[(optimizer, variables)]`, each variable in one group. Both
+    Keras versions' `apply_gradients` sum the replicas' gradients under
+    tf.distribute, as `minimize` does. (No loss scaling: `part_optimizers`
+    refuses mixed_float16.)
+    """
+    variables = [v for _, group in groups for v in group]
+    gradients = tape.gradient(loss, variables)
+    start = 0
+    for optimizer, group in groups:
+        optimizer.apply_gradients(zip(gradients[start : start + len(group)], group))
+        start += len(group)
+
+
+def track_label_loss(model: Any, loss: tf.Tensor, batch_size: tf.Tensor) -> None:
+    """Records the (per-replica scaled) label loss in the model's `loss` metric."""
+    if KERAS_3:
+        unscaled = loss * tf.cast(replicas_in_sync(), loss.dtype)
+        model._loss_tracker.update_state(unscaled, sample_weight=batch_size)
+    # Keras 2: compute_loss (compiled_loss) has updated it already.
 
 
 class AdversarialModel(keras.Model):
@@ -98,12 +145,7 @@ class AdversarialModel(keras.Model):
             inputs = inputs[0]
         remember_points(self, inputs)
         features = self.feature_extractor(inputs, training=training)
-        in_replica = tf.distribute.has_strategy() and not tf.distribute.in_cross_replica_context()
-        if not in_replica and not all(getattr(self, part).built for part in self.PARTS):
-            # The first call (`model(x[:1])`, parts without keras.Input) builds the adversary too,
-            # so that `build_optimizers` sees every weight (inside `strategy.run`, it is left to that).
-            with self.distribute_strategy.scope():
-                self._prepare_adversary(features)
+        build_adversary_on(self, features)  # parts without keras.Input: the first call builds it too
         return self.label_head(features, training=training)
 
     @property
@@ -146,28 +188,15 @@ class AdversarialModel(keras.Model):
         # Keras' own skips compile() when a model overrides it.
         self.compile(**keras_compat.compile_arguments(config))
         if self.built:  # so the saved optimizer states load
-            build_unbuilt_parts(self)
+            build_unbuilt_parts(self, None)
             build_every_optimizer(self, self._part_optimizers())
 
     def build_optimizers(self) -> None:
-        """Builds the state of every optimizer: the model's (on all trainable
-        weights) and the parts' own. `fit` does it; a custom training loop
-        calls it once, after building the model (`model(x[:1])`) and before
-        the first `train_step` (under the strategy's scope when there is one).
-
-        Parts that calling the model does not build (the adversary, when the
-        parts have no `keras.Input`) are built first, on one point of what
-        the model was called on. A RuntimeError names any part that cannot
-        be built so (the model was never called) and says how to build it.
-        """
-        unbuilt = build_unbuilt_parts(self)
-        if unbuilt:
-            raise RuntimeError(
-                f"{self.METHOD}.build_optimizers: {', '.join(unbuilt)} not built yet (its weights do not "
-                f"exist, so no optimizer can be built for them). Build the model first: call it on a batch "
-                f"of points, model(x[:1]) (under the strategy's scope, if any), or give each part a "
-                f"keras.Input; then call build_optimizers()."
-            )
+        """Builds every part and every optimizer's state: the model's (on all trainable weights)
+        and the parts' own. `fit` does it; a custom training loop calls it once, after calling
+        the model (`model(x[:1])`, under the strategy's scope when there is one) and before the
+        first `train_step`. A RuntimeError names the parts a model never called lacks."""
+        build_unbuilt_parts(self, "build_optimizers")
         build_every_optimizer(self, self._part_optimizers())
 
     def _part_optimizers(self) -> dict:

@@ -88,15 +88,32 @@ def remember_points(model: Any, inputs: Any) -> None:
             model._point_spec = tf.TensorSpec([1, *shape[1:]], tf.as_dtype(inputs.dtype))
 
 
-def build_unbuilt_parts(model: Any) -> list:
+def build_adversary_on(model: Any, features: Any) -> None:
+    """Builds the adversary on `features` while it is unbuilt (the model's first call, when the
+    parts have no keras.Input), so that `build_optimizers` sees every weight; inside
+    `strategy.run` it is left to `build_optimizers`."""
+    in_replica = tf.distribute.has_strategy() and not tf.distribute.in_cross_replica_context()
+    if not in_replica and not all(getattr(model, part).built for part in model.PARTS):
+        with model.distribute_strategy.scope():
+            model._prepare_adversary(features)
+
+
+def build_unbuilt_parts(model: Any, caller: str | None) -> None:
     """Builds the parts that calling the model did not build (its adversary) on one point of what it
-    was called on; returns the names of those still unbuilt (the model was never called)."""
+    was called on. A part still unbuilt (the model was never called) is a RuntimeError naming
+    `caller` and saying how to build it; with `caller` None, it is left unbuilt."""
     unbuilt = [part for part in model.PARTS if not getattr(model, part).built]
     spec = getattr(model, "_point_spec", None)
     if unbuilt and spec is not None:
         build_on_one_point(model, spec)
         unbuilt = [part for part in model.PARTS if not getattr(model, part).built]
-    return unbuilt
+    if unbuilt and caller is not None:
+        raise RuntimeError(
+            f"{model.METHOD}.{caller}: {', '.join(unbuilt)} not built yet (its weights do not exist, so no "
+            f"optimizer can be built for them). Build the model first: call it on a batch of points, "
+            f"model(x[:1]) (under the strategy's scope, if any), or give each part a keras.Input; then "
+            f"call {caller}()."
+        )
 
 
 # Clips probabilities before the log (a head's softmax may give exact 0).
