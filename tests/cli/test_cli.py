@@ -350,9 +350,9 @@ def test_a_typo_or_a_bad_value_gets_the_commands_own_usage_before_tensorflow_loa
 
 
 def test_the_bench_options_dtypes_are_the_ops():
-    from grad_reverse.bench import arguments
+    from grad_reverse.bench import settings
 
-    assert tuple(d.name for d in grad_reverse.SUPPORTED_DTYPES) == arguments.DTYPES
+    assert tuple(d.name for d in grad_reverse.SUPPORTED_DTYPES) == settings.DTYPES
 
 
 def test_info_says_what_streaming_stores_are_in_plain_words(monkeypatch, capsys):

@@ -16,7 +16,7 @@ Modules: `measure` (interleaved timing, `Result`), `cases` (what is timed),
 `limit` (the bandwidth limit, the kernel alone), `allocations` (bytes the
 backward allocates), `regime` (the CPU, stores and huge-page mode it ran
 with; the in-place case where a fresh dx is page-fault bound), `table`
-(the printed table), `sizes` (sizes as written), `plot` (bench.png), `arguments` (the
+(the printed table), `settings` (what needs no TensorFlow: dtypes, sizes as written), `plot` (bench.png), `arguments` (the
 command's options, without TensorFlow), `cli` (the command).
 """
 
@@ -24,7 +24,7 @@ import importlib
 from typing import Any
 
 from grad_reverse.bench.arguments import add_cli
-from grad_reverse.bench.sizes import parse_sizes, size_label
+from grad_reverse.bench.settings import parse_sizes, size_label
 
 # Loaded on first use: these modules import TensorFlow, `add_cli` does not (`bench --help` answers at once).
 _LAZY = {

@@ -6,12 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from grad_reverse.bench.sizes import SIZES_HELP, parse_sizes
-
-# The op's dtypes (grad_reverse.SUPPORTED_DTYPES, which needs TensorFlow; a test compares them).
-DTYPES = ("float16", "bfloat16", "float32", "float64")
-LAMBDA_KINDS = ("variable", "float")
-DEFAULT_OUT = "grad_reverse_bench"
+from grad_reverse.bench.settings import DEFAULT_OUT, DTYPES, LAMBDA_KINDS, SIZES_HELP, parse_sizes
 
 
 def _sizes_argument(text: str) -> list[int]:

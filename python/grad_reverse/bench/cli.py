@@ -15,7 +15,6 @@ import tensorflow as tf
 import grad_reverse
 from grad_reverse.bench import cases, regime, table
 from grad_reverse.bench.allocations import backward_allocations
-from grad_reverse.bench.arguments import DEFAULT_OUT, add_cli  # noqa: F401 (add_cli: its home before)
 from grad_reverse.bench.limit import KernelBandwidth, LimitWays, kernel_bandwidth
 from grad_reverse.bench.measure import Limit, Result, limit_from_times
 

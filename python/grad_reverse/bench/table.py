@@ -10,7 +10,7 @@ from grad_reverse.bench import limit as bandwidth  # looked up at each call: tes
 from grad_reverse.bench.cases import BANDWIDTH_BOUND_SIZE
 from grad_reverse.bench.limit import KernelBandwidth
 from grad_reverse.bench.measure import Limit, Result
-from grad_reverse.bench.sizes import SIZES_HELP, parse_size, parse_sizes, size_label  # noqa: F401 (their home before)
+from grad_reverse.bench.settings import SIZES_HELP, parse_size, parse_sizes, size_label  # noqa: F401 (their home before)
 
 # The case whose dy is a graph temporary (`regime.case_in_place`).
 IN_PLACE = "in place"

@@ -1,10 +1,15 @@
-"""Sizes as the bench writes and reads them ("1K", "16M"): no TensorFlow here, so
-the command line can check `--sizes` before TensorFlow loads."""
+"""The bench's settings that need no TensorFlow: the dtypes and lambda kinds it
+times, its output folder, and sizes as it writes and reads them ("1K", "16M"),
+so that the command line checks its arguments before TensorFlow loads."""
 
 from __future__ import annotations
 
 import re
 
+# The op's dtypes (grad_reverse.SUPPORTED_DTYPES, which needs TensorFlow; a test compares them).
+DTYPES = ("float16", "bfloat16", "float32", "float64")
+LAMBDA_KINDS = ("variable", "float")
+DEFAULT_OUT = "grad_reverse_bench"
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 _SIZE = re.compile(r"(\d+)([KMG]?)", re.IGNORECASE)
 SIZES_HELP = "comma-separated element counts: 1024, 1K, 16M (K = 1024, M = 1024^2, G = 1024^3)"
