@@ -1,7 +1,6 @@
 """The gradient reversal Keras layer, on the Keras that `tf.keras` is here
-(Keras 3; Keras 2 on TensorFlow 2.15 or with TF_USE_LEGACY_KERAS=1: see
-`grad_reverse._keras`), so it fits into whichever Keras the rest of the model
-is built with."""
+(Keras 3; Keras 2 on TensorFlow 2.15 or with TF_USE_LEGACY_KERAS=1), so it
+fits into whichever Keras the rest of the model is built with."""
 
 from __future__ import annotations
 

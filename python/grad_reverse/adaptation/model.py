@@ -319,7 +319,7 @@ class AdversarialModel(keras.Model):
             dataset of `(x, y)` points (unbatched) and `y` None; or `x` a
             dataset of ready batches `((x_source, x_target), y_source)`
             (`paired_dataset`) and `target` None.
-          batch_size: points per batch, source and target together (default 64).
+          batch_size: points per batch, source and target together (None: 64).
           target: the unlabeled target data: an array of points or a dataset
             of points (unbatched); sizes may differ from the source's.
           steps_per_epoch: default: one pass over the source points
@@ -328,8 +328,8 @@ class AdversarialModel(keras.Model):
             with the paper's objective each domain's mean counts the same whatever its share.
           shuffle, seed: reshuffle each domain on every pass; the seed of the
             source order (the target's is `seed + 1`).
-          Other keyword arguments (`callbacks`, `verbose`, `validation_data`
-          with labeled points of either domain, ...) go to Keras' `fit`.
+          **kwargs: go to Keras' `fit` (`callbacks`, `verbose`,
+            `validation_data` with labeled points of either domain, ...).
 
         Lambda ramps over this fit's `epochs * steps_per_epoch` steps. The
         fit starts where Keras starts it: at `initial_epoch`, or at the epoch
