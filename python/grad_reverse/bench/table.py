@@ -149,9 +149,9 @@ def format_limits(limits: dict[int, Limit], dtype_size: int) -> str:
     lines = [
         _wrapped(
             "memory-bandwidth limit (read+write GB/s), timed in the same rounds as the cases above and "
-            "the kernel alone: the fastest pass any of these ways made in the run, what every row of that "
-            "size is read against (a row's figure is its median call); each way at its fastest pass "
-            "(median):"
+            "the kernel alone: the fastest pass any of these ways made in the run, or a row's own figure "
+            "where one was faster (so no row passes it), what every row of that size is read against (a "
+            "row's figure is its median call); each way at its fastest pass (median):"
         )
     ]
     for nbytes, limit in sorted(limits.items()):
