@@ -370,7 +370,8 @@ class AdversarialModel(keras.Model):
 
     def save_own_variables(self, store: Any) -> None:
         super().save_own_variables(store)
-        save_plan(self, store)  # during a fit: its plan, which a resume compares with its own
+        if KERAS_3:  # during a fit: its plan, which a resume compares with its own
+            save_plan(self, store)
 
     def load_own_variables(self, store: Any) -> None:
         super().load_own_variables(load_plan(self, store))
