@@ -3,6 +3,8 @@
 the resume. The fit's plan is saved with the weights while it runs, and the
 resumed fit warns naming both plans; without a saved plan, an optimizer
 restored with fewer steps than the resumed epoch starts at warns the same.
+The two runs of a changed plan train in subprocesses (about 10 s each pair);
+the other ways, `slow`, as the marker says.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ def test_a_resume_with_more_steps_per_epoch_warns_naming_both_plans(tmp_path):
     assert "by a fit with epochs=6, steps_per_epoch=10 (60 steps)" in stderr
 
 
+@pytest.mark.slow
 @SAVED_PLAN
 def test_a_resume_from_a_weights_checkpoint_with_another_plan_warns(tmp_path):
     """ModelCheckpoint(save_weights_only) during the fit, then build, load_weights, fit(initial_epoch=k)."""
@@ -45,6 +48,7 @@ def test_a_resume_from_a_weights_checkpoint_with_another_plan_warns(tmp_path):
     assert "saved by a fit with epochs=6, steps_per_epoch=10 (60 steps)" in stderr
 
 
+@pytest.mark.slow
 def test_a_resume_with_the_same_plan_does_not_warn(tmp_path):
     stderr = kill_then_resume_with(tmp_path, ["--epochs", "6"], ["--epochs", "6"])
     assert "resumes at epoch" not in stderr
