@@ -7,7 +7,8 @@ The site is served over HTTP on 127.0.0.1 (the search runs in a web worker,
 which a file:// page may not start), and each page in PAGES is loaded in
 headless Chromium through its DevTools protocol: every console error, uncaught
 exception and failed request is reported and fails the run (exit 1), and a
-PNG of each page is kept. Needs `chromium` (Debian's package) and Python's
+PNG of each page is kept. A code block whose text is wider than the block (its
+end hidden at the 1280-pixel window) fails the run too. Needs `chromium` (Debian's package) and Python's
 standard library only (a minimal WebSocket client below).
 """
 
@@ -30,7 +31,12 @@ import urllib.request
 from pathlib import Path
 
 # The home page and one API page: name of the screenshot -> path in the site.
-PAGES = {"home": "", "api-grad_reverse": "api/grad_reverse/"}
+PAGES = {"home": "", "api-grad_reverse": "api/grad_reverse/", "dann": "dann/"}
+# A code block whose text is wider than the block hides its end (the theme scrolls it): each
+# block must wrap (docs/extra.css) or fit.
+HIDDEN_CODE = """[...document.querySelectorAll('pre > code')]
+  .filter(code => code.scrollWidth > code.clientWidth + 1)
+  .map(code => code.textContent.split('\\n').reduce((a, b) => (b.length > a.length ? b : a), '').slice(0, 80))"""
 WIDTH, HEIGHT = 1280, 1600
 LOAD_TIMEOUT_S = 30
 
@@ -194,6 +200,8 @@ def main(argv: list) -> int:
             (shots / f"{name}.png").write_bytes(png)
             title = tab.call("Runtime.evaluate", expression="document.title")["result"].get("value")
             found = problems_in(tab.events)
+            hidden = tab.call("Runtime.evaluate", expression=HIDDEN_CODE, returnByValue=True)["result"].get("value")
+            found += [f"a code block hides the end of its widest line: {line!r}" for line in hidden or []]
             print(f"docs_site.py: {url} ({title!r}): {len(found)} console errors, screenshot {shots / name}.png")
             failures += [f"{url}: {problem}" for problem in found]
     finally:

@@ -8,7 +8,7 @@ That is when Keras runs on TensorFlow. When it runs on JAX or PyTorch
 (KERAS_BACKEND), the package is the `GradReverse` layer alone, on a custom
 gradient native to that backend (`backend_layer`), and importing it loads
 nothing of TensorFlow; the other public names raise an ImportError that says
-they need the TensorFlow backend (`_keras`).
+they need the TensorFlow backend.
 
 Public names: `grad_reverse`, `GradReverse`, `DANN`, `CDAN` and `MDD` (Keras
 models that wire domain-adversarial training), `DANNLearningRateSchedule`,
@@ -16,7 +16,8 @@ models that wire domain-adversarial training), `DANNLearningRateSchedule`,
 and `serving`; `grad_reverse.options` holds the runtime choices.
 
 The package's own command line (`python -m grad_reverse`) loads the library
-itself, once it has set TensorFlow's environment: see `_startup`.
+itself, once it has set TensorFlow's environment; a program that imports the
+package gets none of those settings.
 """
 
 from grad_reverse import _keras, _startup

@@ -12,8 +12,9 @@ without TensorFlow. Running a command:
 1. unless `--verbose`, set TensorFlow's logging environment (it is read when
    TensorFlow loads, so before any module that imports it);
 2. import the command's module and let it register its options,
-   `add_cli(subparsers)`, then parse (`COMMAND --help` stops here: the
-   `demo`, `example` and `info` modules import TensorFlow only when they run),
+   `add_cli(subparsers)`, then parse (`COMMAND --help`, a typo and a bad
+   value stop here, with the command's own usage: no command's `add_cli`
+   imports TensorFlow; each imports it only when it runs),
    and run the command's `preflight(args)` if it sets one: checks that need
    no TensorFlow (a path that does not exist), answered at once;
 3. load the package as a user's `import grad_reverse` would (op library,
@@ -139,6 +140,7 @@ def command_parser(command: Command, prog: str = PROG) -> argparse.ArgumentParse
             f"(reinstall it with `pip install .` from one source tree)"
         )
     subparser = commands.choices[command.name]
+    parser.command_subparser = subparser  # for errors in the command's own usage
     # `--verbose` after the command too; SUPPRESS keeps a top-level -v. A command
     # with its own --verbose keeps it (ArgumentError).
     with contextlib.suppress(argparse.ArgumentError):
@@ -172,8 +174,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_tensorflow_environment(verbose)
 
     with _startup.tensorflow_start_filtered(enabled=not verbose):
-        parser = command_parser(command, prog)  # bench and serving import TensorFlow here
-    args = parser.parse_args(argv)
+        parser = command_parser(command, prog)  # argparse only: no command imports TensorFlow here
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # the command's usage, not the top level's (argparse's own would show that)
+        parser.command_subparser.error(f"unrecognized arguments: {' '.join(unknown)}")
     args.verbose = verbose  # -v before the command counts for the command too
     preflight = getattr(args, "preflight", None)
     if preflight is not None:  # the command's own checks (paths) before TensorFlow loads

@@ -1,7 +1,6 @@
 """The gradient reversal Keras layer, on the Keras that `tf.keras` is here
-(Keras 3; Keras 2 on TensorFlow 2.15 or with TF_USE_LEGACY_KERAS=1: see
-`grad_reverse._keras`), so it fits into whichever Keras the rest of the model
-is built with."""
+(Keras 3; Keras 2 on TensorFlow 2.15 or with TF_USE_LEGACY_KERAS=1), so it
+fits into whichever Keras the rest of the model is built with."""
 
 from __future__ import annotations
 
@@ -59,7 +58,7 @@ def make_layer_class(keras: ModuleType) -> type:
         """Identity forward; multiplies the gradient by `-lambda_` on the way back.
 
         Args:
-          lambda_: a finite number, a float scalar tensor, or a scalar
+          lambda_: a finite number, a real scalar tensor (cast to float32), or a scalar
             `tf.Variable` / `keras.Variable` that a schedule assigns between
             steps (no retracing). `get_config` stores its current value, so a
             reloaded layer holds a plain number. Checked here: anything else
@@ -78,6 +77,11 @@ def make_layer_class(keras: ModuleType) -> type:
         """
 
         def __init__(self, lambda_: LambdaLike = 1.0, **kwargs: Any) -> None:
+            if "lambda" in kwargs:  # `lambda` is a Python keyword: only **{"lambda": ...} gets here
+                raise TypeError(
+                    f"GradReverse: the argument is lambda_ (with an underscore: lambda is a Python keyword), "
+                    f"got lambda={kwargs['lambda']!r}; pass GradReverse(lambda_=...) or GradReverse(...)"
+                )
             super().__init__(**kwargs)
             check_lambda_kind(lambda_)
             check_finite_lambda(lambda_)

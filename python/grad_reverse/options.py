@@ -120,8 +120,8 @@ def cpu_path() -> str:
 
 def set_cpu_path(name: str) -> None:
     """Runs the loaded op library's CPU kernels on the path `name` from now on
-    (`auto`: GRAD_REVERSE_CPU_PATH's choice again). The pybind11 module
-    `grad_reverse._kernels` keeps its own choice (its `set_cpu_path`).
+    (`auto`: GRAD_REVERSE_CPU_PATH's choice again). The package's pybind11
+    kernel module (for tests and benchmarks without TensorFlow) keeps its own choice.
 
     Raises:
       ValueError: this build or this CPU has no such path; nothing changed.
@@ -141,8 +141,8 @@ def streaming_stores() -> str:
 def set_streaming_stores(mode: str) -> None:
     """Forces the loaded op library's streaming-store choice from the next
     kernel run on: `on`, `off`, or `auto` (GRAD_REVERSE_STREAMING_STORES's
-    choice again; a finished measurement is kept). The pybind11 module
-    `grad_reverse._kernels` keeps its own choice (its `set_streaming_stores`).
+    choice again; a finished measurement is kept). The package's pybind11
+    kernel module (for tests and benchmarks without TensorFlow) keeps its own choice.
 
     Raises:
       ValueError: `mode` is not one of STREAMING_STORES_MODES; nothing changed.

@@ -19,6 +19,7 @@ three uses) and the learning rate.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 from typing import Any
 
@@ -34,11 +35,26 @@ VariableLike = tf.Variable | getattr(keras, "Variable", tf.Variable)
 
 
 def finite(name: str, value: float) -> float:
-    """`value` as a float; ValueError naming `name` when it is not finite (the models' number arguments)."""
+    """`value` as a float (the models' number arguments): a TypeError naming `name` when it is no
+    real number (a string, a bool, None), a ValueError when it is not finite."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.ndarray, np.generic)):
+        raise TypeError(f"{name} must be a real number (an int or a float), got {type(value).__name__} {value!r}")
+    if np.ndim(value) != 0 or not np.issubdtype(np.asarray(value).dtype, np.number):
+        raise TypeError(f"{name} must be a real number (an int or a float), got {type(value).__name__} {value!r}")
     value = float(value)
     if not math.isfinite(value):
         raise ValueError(f"{name} must be a finite number, got {value}")
     return value
+
+
+def whole(name: str, value: int, minimum: int) -> int:
+    """`value` as an int (epochs, steps): a TypeError naming `name` when it is no integer (a
+    string, a bool, a float), a ValueError when it is below `minimum`."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)):
+        raise TypeError(f"{name} must be an integer >= {minimum}, got {type(value).__name__} {value!r}")
+    if int(value) < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
 
 
 def ramp(progress: Any, gamma: float, lambda_max: float, exp: Callable[[Any], Any] = math.exp) -> Any:
@@ -138,9 +154,9 @@ def check_schedule(method: str, lambda_schedule: str, warm_start_steps: int | No
     """`(lambda_schedule, warm_start_steps)` checked for a model's constructor; ValueError naming `method`."""
     if lambda_schedule not in LAMBDA_SCHEDULES:
         raise ValueError(f"{method}: lambda_schedule must be one of {LAMBDA_SCHEDULES}, got {lambda_schedule!r}")
-    if warm_start_steps is not None and (isinstance(warm_start_steps, bool) or int(warm_start_steps) < 1):
-        raise ValueError(f"{method}: warm_start_steps must be an integer >= 1, got {warm_start_steps!r}")
-    return lambda_schedule, None if warm_start_steps is None else int(warm_start_steps)
+    if warm_start_steps is None:
+        return lambda_schedule, None
+    return lambda_schedule, whole(f"{method}: warm_start_steps", warm_start_steps, 1)
 
 
 class ScheduleState:

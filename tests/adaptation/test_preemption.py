@@ -123,6 +123,7 @@ def test_mid_epoch_resume_follows_where_keras_restarts(reference, tmp_path):
         assert_same_lambdas_from(resumed, full, first_epoch=3)
         assert resumed["iterations"] == full["iterations"] + 6  # epoch 3's first 6 steps trained twice
         assert "saved in the middle of an epoch" in stderr
+        assert "resumes at epoch 4 (step 30)" in stderr  # the epoch as Keras prints it: "Epoch 4/6"
     else:
         assert resumed["lambdas"] == {k: v for k, v in full["lambdas"].items() if k >= (3, 6)}
         assert_bitwise_equal(resumed, full)

@@ -337,3 +337,25 @@ def test_interleaved_rotates_the_first_callables_and_settles_each_sample():
     bench.interleaved(calls, rounds=3, settle=2, rotate=3, after_round=lambda: log.append("|"))
     rounds = "".join(log[4:]).split("|")[:-1]  # after the warm-up calls
     assert rounds == [first + "way" * 3 for first in ("aaabbbccc", "bbbcccaaa", "cccaaabbb")]
+
+
+def test_no_row_passes_its_sizes_limit_where_the_kernel_outran_every_way():
+    """Seen on a Zen 4: the kernel alone's median (8 passes in a row) beat the fastest single pass
+    of every way (103 % of the limit). The limit is then the kernel's figure, named for it."""
+    case = _case_with_limit([0.02] * 3, copy=[0.010, 0.011, 0.012], multiply=[0.05] * 3)
+    ways_fastest = 2 * (4 << 20) / 0.010 / 1e9
+    kernel = limit.KernelBandwidth(1 << 20, 4 << 20, 1.03 * ways_fastest, ways_fastest, {"copy": [0.011, 0.012]})
+    limits = cli.pooled_limits([case], [kernel])
+    assert limits[4 << 20].gbps == pytest.approx(1.03 * ways_fastest)
+    assert limits[4 << 20].method == "the kernel alone"
+    cli.read_against_pooled_limits([case], [kernel], limits)
+    assert kernel.fraction_of_limit() == pytest.approx(1.0)
+    assert case.fraction_of_limit() <= 1.0
+
+
+def test_the_bench_refuses_limits_that_a_row_passes():
+    case = _case_with_limit([0.02] * 3, copy=[0.010, 0.011, 0.012], multiply=[0.05] * 3)
+    kernel = limit.KernelBandwidth(1 << 20, 4 << 20, 1e6, 1.0, {"copy": [0.011]})
+    limits = {4 << 20: limit_from_times(4 << 20, {"copy": [0.010]})}  # a limit not made by pooled_limits
+    with pytest.raises(RuntimeError, match=r"rows pass their size's memory-bandwidth limit: \[\('the kernel alone'"):
+        cli.read_against_pooled_limits([case], [kernel], limits)

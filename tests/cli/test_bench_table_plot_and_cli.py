@@ -14,7 +14,7 @@ import pytest
 
 from grad_reverse import bench
 from grad_reverse.__main__ import main
-from grad_reverse.bench import cli, limit, table
+from grad_reverse.bench import cli, limit, settings, table
 from grad_reverse.bench.measure import limit_from_times
 
 
@@ -234,9 +234,9 @@ def test_without_out_the_command_writes_json_and_plot_to_the_default_folder_and_
     monkeypatch.chdir(tmp_path)
     assert main(["bench", "--sizes", "256", "--rounds", "2", "--lambda", "float", "--no-memory", "--no-dann"]) == 0
     printed = capsys.readouterr().out
-    folder = tmp_path / cli.DEFAULT_OUT
+    folder = tmp_path / settings.DEFAULT_OUT
     assert (folder / "bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and (folder / "bench.json").is_file()
     assert (
-        f"wrote {os.path.join(cli.DEFAULT_OUT, 'bench.json')} and {os.path.join(cli.DEFAULT_OUT, 'bench.png')}"
+        f"wrote {os.path.join(settings.DEFAULT_OUT, 'bench.json')} and {os.path.join(settings.DEFAULT_OUT, 'bench.png')}"
         in printed
     )

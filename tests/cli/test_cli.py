@@ -46,7 +46,7 @@ def test_help_lists_every_command_of_the_table_without_importing_tensorflow():
     assert [line for line in result.stderr.splitlines() if not line.startswith("import time:")] == []
 
 
-@pytest.mark.parametrize("command", ["demo", "example", "info"])
+@pytest.mark.parametrize("command", ["demo", "example", "info", "bench", "check-serving", "make-servable"])
 def test_our_commands_help_without_importing_tensorflow(command):
     result = run_python("-X", "importtime", "-m", "grad_reverse", command, "--help")
     assert result.returncode == 0, result.stderr
@@ -285,7 +285,12 @@ def test_version_with_the_real_command():
 
 @pytest.mark.parametrize("command", [["check-serving"], ["make-servable"]], ids=["check-serving", "make-servable"])
 @pytest.mark.parametrize(
-    "kind, says", [("missing", "no such directory"), ("file", "not a directory (a SavedModel is a directory)")]
+    "kind, says",
+    [
+        ("missing", "no such directory"),
+        ("file", "not a directory (a SavedModel is a directory)"),
+        ("empty", "not a SavedModel directory: it has no saved_model.pb (or saved_model.pbtxt)"),
+    ],
 )
 def test_a_bad_serving_path_is_reported_before_tensorflow_loads(tmp_path, command, kind, says):
     # A `tensorflow` that refuses to import, first on the path: the answer
@@ -296,6 +301,8 @@ def test_a_bad_serving_path_is_reported_before_tensorflow_loads(tmp_path, comman
     path = tmp_path / "saved_model"
     if kind == "file":
         path.write_text("not a SavedModel")
+    if kind == "empty":
+        path.mkdir()
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(fake.parent), str(Path(grad_reverse.__file__).parents[1])]))
     args = [*command, str(path)] + ([str(tmp_path / "dst")] if command == ["make-servable"] else [])
     result = subprocess.run(
@@ -304,6 +311,48 @@ def test_a_bad_serving_path_is_reported_before_tensorflow_loads(tmp_path, comman
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip() == f"{command[0]}: error: {path}: {says}"
     assert not (tmp_path / "dst").exists()
+
+
+def without_tensorflow(tmp_path) -> dict:
+    """An environment whose `tensorflow` refuses to import, first on the path."""
+    fake = tmp_path / "fake" / "tensorflow"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('tensorflow was imported')\n")
+    return dict(os.environ, PYTHONPATH=os.pathsep.join([str(fake.parent), str(Path(grad_reverse.__file__).parents[1])]))
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["bench", "--quik"], "unrecognized arguments: --quik"),
+        (["bench", "--sizes", "3X"], "argument --sizes: '3X' is not a size"),
+        (["bench", "--dtype", "int8"], "argument --dtype: invalid choice: 'int8'"),
+        (["demo", "--quik"], "unrecognized arguments: --quik"),
+        (["info", "--quik"], "unrecognized arguments: --quik"),
+        (["example", "--quik"], "unrecognized arguments: --quik"),
+        (["check-serving", "--quik", "x"], "unrecognized arguments: --quik"),
+        (["make-servable", "--quik", "x", "y"], "unrecognized arguments: --quik"),
+    ],
+    ids=lambda value: " ".join(value) if isinstance(value, list) else "",
+)
+def test_a_typo_or_a_bad_value_gets_the_commands_own_usage_before_tensorflow_loads(tmp_path, args, says):
+    result = subprocess.run(
+        [sys.executable, "-m", "grad_reverse", *args],
+        capture_output=True,
+        text=True,
+        env=without_tensorflow(tmp_path),
+        timeout=300,
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith(f"usage: python -m grad_reverse {args[0]} "), result.stderr
+    assert f"python -m grad_reverse {args[0]}: error: {says}" in result.stderr
+    assert "tensorflow was imported" not in result.stderr
+
+
+def test_the_bench_options_dtypes_are_the_ops():
+    from grad_reverse.bench import settings
+
+    assert tuple(d.name for d in grad_reverse.SUPPORTED_DTYPES) == settings.DTYPES
 
 
 def test_info_says_what_streaming_stores_are_in_plain_words(monkeypatch, capsys):
@@ -332,6 +381,7 @@ def test_a_bad_make_servable_destination_is_reported_before_tensorflow_loads(tmp
     (fake / "__init__.py").write_text("raise ImportError('tensorflow was imported')\n")
     src = tmp_path / "src"
     src.mkdir()
+    (src / "saved_model.pb").write_bytes(b"")  # SRC passes the checks made before TensorFlow loads
     dst = src / "copy" if dst_kind == "inside_src" else tmp_path / "dst"
     if dst_kind == "file":
         dst.write_text("someone's file")

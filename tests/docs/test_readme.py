@@ -161,10 +161,14 @@ for dotted in sys.argv[1:]:
     parts = dotted.split(".")
     for i, part in enumerate(parts[1:], start=2):
         if not hasattr(value, part):
-            value = submodule(".".join(parts[:i]))
-            if value is None:
+            found = submodule(".".join(parts[:i]))
+            if found is None:  # a module's name, shadowed in its package by the function it defines?
+                shadowed = submodule(".".join(parts[: i - 1]))
+                found = getattr(shadowed, part, None) if shadowed is not None else None
+            if found is None:
                 missing.append(dotted)
                 break
+            value = found
         else:
             value = getattr(value, part)
 print("missing:", " ".join(missing))

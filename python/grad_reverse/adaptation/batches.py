@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from grad_reverse.schedule import whole
+
 ArrayOrDataset = np.ndarray | tf.Tensor | tf.data.Dataset
 
 DEFAULT_BATCH_SIZE = 64
@@ -207,6 +209,8 @@ def fit_batches(
         n_source = source_length(source)
         source_batch, _ = split_batch_size(batch_size, source_fraction)
         steps = steps_per_epoch or (None if n_source is None else one_pass_steps(n_source, source_batch))
+    if steps_per_epoch is not None:
+        whole(f"{method}.fit: steps_per_epoch", steps_per_epoch, 1)
     if steps is None:
         raise ValueError(f"{method}.fit: this data does not tell its length; pass steps_per_epoch")
     return dataset, steps, dataset.element_spec[0][0]

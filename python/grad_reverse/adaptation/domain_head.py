@@ -40,7 +40,7 @@ import tensorflow as tf
 
 from grad_reverse._keras import keras
 from grad_reverse.adaptation.model import AdversarialModel
-from grad_reverse.adaptation.networks import activation_name, check_part
+from grad_reverse.adaptation.networks import activation_name, check_no_reversal, check_part
 from grad_reverse.ops import grad_reverse
 from grad_reverse.schedule import finite
 
@@ -122,7 +122,9 @@ class DomainHeadModel(AdversarialModel):
         super().__init__(lambda_max=lambda_max, gamma=gamma, lambda_schedule=lambda_schedule, **kwargs)
         self.feature_extractor = check_part(self.METHOD, "feature_extractor", feature_extractor)
         self.label_head = check_part(self.METHOD, "label_head", label_head)
-        self.domain_head = check_part(self.METHOD, "domain_head", domain_head)
+        self.domain_head = check_no_reversal(
+            self.METHOD, "domain head", check_part(self.METHOD, "domain_head", domain_head)
+        )
         self._domain_loss: Any = None
         self._domain_from_logits = False
         self._domain_loss_weight = 1.0

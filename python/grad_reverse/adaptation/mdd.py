@@ -40,7 +40,13 @@ import tensorflow as tf
 
 from grad_reverse._keras import keras
 from grad_reverse.adaptation.model import AdversarialModel
-from grad_reverse.adaptation.networks import activation_name, check_part, class_log_probabilities, tell_from_logits
+from grad_reverse.adaptation.networks import (
+    activation_name,
+    check_no_reversal,
+    check_part,
+    class_log_probabilities,
+    tell_from_logits,
+)
 from grad_reverse.ops import grad_reverse
 from grad_reverse.schedule import finite
 
@@ -153,7 +159,9 @@ class MDD(AdversarialModel):
         self.label_head = check_part("MDD", "label_head", label_head)
         if adversarial_head is None:
             adversarial_head = copy_of(label_head)
-        self.adversarial_head = check_part("MDD", "adversarial_head", adversarial_head)
+        self.adversarial_head = check_no_reversal(
+            "MDD", "adversarial head", check_part("MDD", "adversarial_head", adversarial_head)
+        )
         if form == "classification":
             check_same_activation(label_head, self.adversarial_head)
         self.margin = margin

@@ -26,10 +26,15 @@ import tensorflow as tf
 from grad_reverse._keras import KERAS_3, keras
 from grad_reverse.adaptation import keras_compat
 from grad_reverse.adaptation.batches import fit_batches
-from grad_reverse.adaptation.networks import build_on_one_point
+from grad_reverse.adaptation.networks import (
+    build_adversary_on,
+    build_on_one_point,
+    build_unbuilt_parts,
+    remember_points,
+)
 from grad_reverse.adaptation.optimizers import build_every_optimizer, make_part_optimizers, optimizer_groups
-from grad_reverse.adaptation.resume import StartFollowsKeras, from_position
-from grad_reverse.schedule import ScheduleState, check_schedule, finite, scheduled_lambda
+from grad_reverse.adaptation.resume import StartFollowsKeras, from_position, load_plan, save_plan
+from grad_reverse.schedule import ScheduleState, check_schedule, finite, scheduled_lambda, whole
 
 
 class _AdversarialMetrics:
@@ -138,7 +143,10 @@ class AdversarialModel(keras.Model):
         (then the output is for `x_source`, matching the batch's labels)."""
         if isinstance(inputs, (tuple, list)) and len(inputs) == 2:
             inputs = inputs[0]
-        return self.label_head(self.feature_extractor(inputs, training=training), training=training)
+        remember_points(self, inputs)
+        features = self.feature_extractor(inputs, training=training)
+        build_adversary_on(self, features)  # parts without keras.Input: the first call builds it too
+        return self.label_head(features, training=training)
 
     @property
     def metrics(self) -> list:
@@ -179,14 +187,16 @@ class AdversarialModel(keras.Model):
     def compile_from_config(self, config: dict) -> None:
         # Keras' own skips compile() when a model overrides it.
         self.compile(**keras_compat.compile_arguments(config))
-        if self.built:
-            self.build_optimizers()  # so the saved optimizer states load
+        if self.built:  # so the saved optimizer states load
+            build_unbuilt_parts(self, None)
+            build_every_optimizer(self, self._part_optimizers())
 
     def build_optimizers(self) -> None:
-        """Builds the state of every optimizer: the model's (on all trainable
-        weights) and the parts' own. `fit` does it; a custom training loop
-        calls it once, after building the model and before the first
-        `train_step` (under the strategy's scope when there is one)."""
+        """Builds every part and every optimizer's state: the model's (on all trainable weights)
+        and the parts' own. `fit` does it; a custom training loop calls it once, after calling
+        the model (`model(x[:1])`, under the strategy's scope when there is one) and before the
+        first `train_step`. A RuntimeError names the parts a model never called lacks."""
+        build_unbuilt_parts(self, "build_optimizers")
         build_every_optimizer(self, self._part_optimizers())
 
     def _part_optimizers(self) -> dict:
@@ -309,7 +319,7 @@ class AdversarialModel(keras.Model):
             dataset of `(x, y)` points (unbatched) and `y` None; or `x` a
             dataset of ready batches `((x_source, x_target), y_source)`
             (`paired_dataset`) and `target` None.
-          batch_size: points per batch, source and target together (default 64).
+          batch_size: points per batch, source and target together (None: 64).
           target: the unlabeled target data: an array of points or a dataset
             of points (unbatched); sizes may differ from the source's.
           steps_per_epoch: default: one pass over the source points
@@ -318,8 +328,8 @@ class AdversarialModel(keras.Model):
             with the paper's objective each domain's mean counts the same whatever its share.
           shuffle, seed: reshuffle each domain on every pass; the seed of the
             source order (the target's is `seed + 1`).
-          Other keyword arguments (`callbacks`, `verbose`, `validation_data`
-          with labeled points of either domain, ...) go to Keras' `fit`.
+          **kwargs: go to Keras' `fit` (`callbacks`, `verbose`,
+            `validation_data` with labeled points of either domain, ...).
 
         Lambda ramps over this fit's `epochs * steps_per_epoch` steps. The
         fit starts where Keras starts it: at `initial_epoch`, or at the epoch
@@ -333,8 +343,8 @@ class AdversarialModel(keras.Model):
         dataset, steps, feature_spec = fit_batches(
             method, x, y, batch_size, target, steps_per_epoch, source_fraction, shuffle, seed, kwargs
         )
-        if isinstance(epochs, bool) or int(epochs) < 1 or int(initial_epoch) < 0:
-            raise ValueError(f"{method}.fit: epochs must be >= 1 and initial_epoch >= 0, got {epochs}, {initial_epoch}")
+        epochs = whole(f"{method}.fit: epochs", epochs, 1)
+        initial_epoch = whole(f"{method}.fit: initial_epoch", initial_epoch, 0)
         build_on_one_point(self, feature_spec)
         if self._part_optimizers():
             self.build_optimizers()
@@ -345,7 +355,7 @@ class AdversarialModel(keras.Model):
         if int(dataset.cardinality()) == tf.data.INFINITE_CARDINALITY:
             position = tf.Variable(0, dtype=tf.int64, trainable=False, name="batch_position")
             dataset = from_position(dataset, position)
-        callbacks = [*(kwargs.pop("callbacks", None) or []), StartFollowsKeras(steps, position)]
+        callbacks = [*(kwargs.pop("callbacks", None) or []), StartFollowsKeras(steps, position, int(epochs))]
         return super().fit(
             dataset,
             epochs=epochs,
@@ -357,6 +367,14 @@ class AdversarialModel(keras.Model):
         )
 
     # --- saving ----------------------------------------------------------------------
+
+    def save_own_variables(self, store: Any) -> None:
+        super().save_own_variables(store)
+        if KERAS_3:  # during a fit: its plan, which a resume compares with its own
+            save_plan(self, store)
+
+    def load_own_variables(self, store: Any) -> None:
+        super().load_own_variables(load_plan(self, store))
 
     def _method_config(self) -> dict[str, Any]:
         """The constructor's other arguments (besides the parts and the schedule)."""

@@ -10,6 +10,7 @@ from typing import Any
 import tensorflow as tf
 
 from grad_reverse._keras import keras
+from grad_reverse.layer import GradReverse
 
 
 def activation_name(head: Any) -> str | None:
@@ -43,6 +44,28 @@ def check_part(method: str, name: str, part: Any) -> Any:
     return part
 
 
+def _layers_within(part: Any) -> list:
+    """`part` and every layer nested in it (models inside models included)."""
+    flatten = getattr(part, "_flatten_layers", None)
+    if flatten is None:
+        return [part]
+    return list(flatten(include_self=True, recursive=True))
+
+
+def check_no_reversal(method: str, name: str, part: Any) -> Any:
+    """`part`, or a ValueError when it holds a `GradReverse` layer: the model reverses the
+    gradient between the features and this part already, and two reversals cancel (the
+    features would learn to help the adversary instead of fooling it)."""
+    for layer in _layers_within(part):
+        if isinstance(layer, GradReverse) or type(layer).__name__ == "GradReverse":
+            raise ValueError(
+                f"{method}: the {name} must not contain a GradReverse layer (found {layer.name!r}): "
+                f"{method} puts one between the features and the {name} itself, and a second one "
+                f"cancels it. Pass the {name} without it."
+            )
+    return part
+
+
 def build_on_one_point(model: Any, spec: tf.TensorSpec) -> None:
     """Calls `model` once on one zero point of `spec`, so Keras records single
     points (not training pairs) as its input (export, saving); first builds or
@@ -54,6 +77,43 @@ def build_on_one_point(model: Any, spec: tf.TensorSpec) -> None:
         model._prepare_adversary(model.feature_extractor(point, training=False))
         if not model.built:
             model(point, training=False)
+
+
+def remember_points(model: Any, inputs: Any) -> None:
+    """Keeps the spec of one point of the first `inputs` the model is called on (a tensor), so
+    `build_unbuilt_parts` can later build the parts that call did not (the adversary's)."""
+    if getattr(model, "_point_spec", None) is None and hasattr(inputs, "shape") and hasattr(inputs, "dtype"):
+        shape = list(inputs.shape)
+        if shape:
+            model._point_spec = tf.TensorSpec([1, *shape[1:]], tf.as_dtype(inputs.dtype))
+
+
+def build_adversary_on(model: Any, features: Any) -> None:
+    """Builds the adversary on `features` while it is unbuilt (the model's first call, when the
+    parts have no keras.Input), so that `build_optimizers` sees every weight; inside
+    `strategy.run` it is left to `build_optimizers`."""
+    in_replica = tf.distribute.has_strategy() and not tf.distribute.in_cross_replica_context()
+    if not in_replica and not all(getattr(model, part).built for part in model.PARTS):
+        with model.distribute_strategy.scope():
+            model._prepare_adversary(features)
+
+
+def build_unbuilt_parts(model: Any, caller: str | None) -> None:
+    """Builds the parts that calling the model did not build (its adversary) on one point of what it
+    was called on. A part still unbuilt (the model was never called) is a RuntimeError naming
+    `caller` and saying how to build it; with `caller` None, it is left unbuilt."""
+    unbuilt = [part for part in model.PARTS if not getattr(model, part).built]
+    spec = getattr(model, "_point_spec", None)
+    if unbuilt and spec is not None:
+        build_on_one_point(model, spec)
+        unbuilt = [part for part in model.PARTS if not getattr(model, part).built]
+    if unbuilt and caller is not None:
+        raise RuntimeError(
+            f"{model.METHOD}.{caller}: {', '.join(unbuilt)} not built yet (its weights do not exist, so no "
+            f"optimizer can be built for them). Build the model first: call it on a batch of points, "
+            f"model(x[:1]) (under the strategy's scope, if any), or give each part a keras.Input; then "
+            f"call {caller}()."
+        )
 
 
 # Clips probabilities before the log (a head's softmax may give exact 0).

@@ -16,37 +16,42 @@ Modules: `measure` (interleaved timing, `Result`), `cases` (what is timed),
 `limit` (the bandwidth limit, the kernel alone), `allocations` (bytes the
 backward allocates), `regime` (the CPU, stores and huge-page mode it ran
 with; the in-place case where a fresh dx is page-fault bound), `table`
-(sizes and the printed table), `plot` (bench.png), `cli` (the command).
+(the printed table), `settings` (what needs no TensorFlow: dtypes, sizes as written), `plot` (bench.png), `arguments` (the
+command's options, without TensorFlow), `cli` (the command).
 """
 
-from grad_reverse.bench.allocations import backward_allocations
-from grad_reverse.bench.cases import (
-    IMPLEMENTATIONS,
-    LAMBDA_KINDS,
-    case_chain,
-    case_dann_step,
-    case_eager,
-    case_function,
-)
-from grad_reverse.bench.cli import add_cli, run
-from grad_reverse.bench.limit import kernel_bandwidth, measure_limit
-from grad_reverse.bench.measure import Result, interleaved
-from grad_reverse.bench.table import parse_sizes, size_label
+import importlib
+from typing import Any
 
-__all__ = [
-    "IMPLEMENTATIONS",
-    "LAMBDA_KINDS",
-    "Result",
-    "add_cli",
-    "backward_allocations",
-    "case_chain",
-    "case_dann_step",
-    "case_eager",
-    "case_function",
-    "interleaved",
-    "kernel_bandwidth",
-    "measure_limit",
-    "parse_sizes",
-    "run",
-    "size_label",
-]
+from grad_reverse.bench.arguments import add_cli
+from grad_reverse.bench.settings import parse_sizes, size_label
+
+# Loaded on first use: these modules import TensorFlow, `add_cli` does not (`bench --help` answers at once).
+_LAZY = {
+    "IMPLEMENTATIONS": "cases",
+    "LAMBDA_KINDS": "cases",
+    "case_chain": "cases",
+    "case_dann_step": "cases",
+    "case_eager": "cases",
+    "case_function": "cases",
+    "backward_allocations": "allocations",
+    "run": "cli",
+    "kernel_bandwidth": "limit",
+    "measure_limit": "limit",
+    "Result": "measure",
+    "interleaved": "measure",
+}
+
+__all__ = ["add_cli", "parse_sizes", "size_label", *sorted(_LAZY)]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f"grad_reverse.bench.{_LAZY[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'grad_reverse.bench' has no attribute '{name}'")
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(_LAZY))

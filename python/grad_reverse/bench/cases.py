@@ -21,8 +21,8 @@ import grad_reverse
 from grad_reverse import reference
 from grad_reverse.bench.limit import LIMIT_PREFIX, beyond_cache
 from grad_reverse.bench.measure import Result, interleaved
+from grad_reverse.bench.settings import LAMBDA_KINDS
 
-LAMBDA_KINDS = ("variable", "float")
 LAMBDA_VALUE = 0.5
 # From this many elements up, forward+backward in a graph is bound by memory
 # bandwidth, so its GB/s is worth comparing with the machine's limit.

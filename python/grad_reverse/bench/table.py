@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import statistics
 import textwrap
 from collections.abc import Sequence
@@ -11,44 +10,17 @@ from grad_reverse.bench import limit as bandwidth  # looked up at each call: tes
 from grad_reverse.bench.cases import BANDWIDTH_BOUND_SIZE
 from grad_reverse.bench.limit import KernelBandwidth
 from grad_reverse.bench.measure import Limit, Result
+from grad_reverse.bench.settings import SIZES_HELP, parse_size, parse_sizes, size_label  # noqa: F401 (their home before)
 
 # The case whose dy is a graph temporary (`regime.case_in_place`).
 IN_PLACE = "in place"
 # The table's rows and its prose lines (legend, limit and kernel sections)
 # fit in this many columns.
 WIDTH = 100
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-_SIZE = re.compile(r"(\d+)([KMG]?)", re.IGNORECASE)
-SIZES_HELP = "comma-separated element counts: 1024, 1K, 16M (K = 1024, M = 1024^2, G = 1024^3)"
 LAMBDA_TITLES = {
     "variable": "lambda: a tf.Variable (what a schedule assigns; the default)",
     "float": "lambda: a Python float",
 }
-
-
-def size_label(n: int) -> str:
-    """1024 -> "1K", 16777216 -> "16M"; a count with no such unit stays a number."""
-    for unit in ("G", "M", "K"):
-        scale = _UNITS[unit]
-        if n >= scale and n % scale == 0:
-            return f"{n // scale}{unit}"
-    return str(n)
-
-
-def parse_size(text: str) -> int:
-    """ "16M" -> 16777216, "1K" -> 1024, "1000" -> 1000 (what `size_label` writes, and counts)."""
-    match = _SIZE.fullmatch(text.strip())
-    if not match:
-        raise ValueError(f"{text.strip()!r} is not a size: use {SIZES_HELP}")
-    size = int(match.group(1)) * _UNITS[match.group(2).upper()]
-    if size < 1:
-        raise ValueError(f"sizes must be at least 1 element, got {text.strip()!r}")
-    return size
-
-
-def parse_sizes(text: str) -> list[int]:
-    """ "1K,16M" -> [1024, 16777216]."""
-    return [parse_size(part) for part in text.split(",")]
 
 
 def _number(value: float | None, width: int, digits: int) -> str:
@@ -177,9 +149,9 @@ def format_limits(limits: dict[int, Limit], dtype_size: int) -> str:
     lines = [
         _wrapped(
             "memory-bandwidth limit (read+write GB/s), timed in the same rounds as the cases above and "
-            "the kernel alone: the fastest pass any of these ways made in the run, what every row of that "
-            "size is read against (a row's figure is its median call); each way at its fastest pass "
-            "(median):"
+            "the kernel alone: the fastest pass any of these ways made in the run, or a row's own figure "
+            "where one was faster (so no row passes it), what every row of that size is read against (a "
+            "row's figure is its median call); each way at its fastest pass (median):"
         )
     ]
     for nbytes, limit in sorted(limits.items()):

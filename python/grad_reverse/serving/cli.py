@@ -14,17 +14,31 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from grad_reverse.serving.constants import EXIT_ERROR, EXIT_FAILED, EXIT_OK, EXIT_UNVERIFIED, SERVING_TAG
+from grad_reverse.serving.constants import (
+    EXIT_ERROR,
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_UNVERIFIED,
+    SAVED_MODEL_FILES,
+    SERVING_TAG,
+)
 
 
 def _path_problem(path: str) -> str | None:
-    """What `saved_model_dir` would say of a SavedModel path that is not a
-    directory, found without importing TensorFlow; None for a directory."""
+    """What `saved_model_dir.saved_model_file` would say of a SavedModel path that is not a
+    directory or holds no saved_model.pb(txt), found without importing TensorFlow; None otherwise
+    (whether the file parses is checked when the command runs)."""
     if not Path(path).exists():
         return f"{path}: no such directory"
     if not Path(path).is_dir():
         return f"{path}: not a directory (a SavedModel is a directory)"
-    return None
+    for name in SAVED_MODEL_FILES:  # as the loader looks: the binary one first
+        if (Path(path) / name).is_file():
+            return None
+        if (Path(path) / name).exists():
+            return f"{path}: {name} is not a regular file (a directory?)"
+    binary, text = SAVED_MODEL_FILES
+    return f"{path}: not a SavedModel directory: it has no {binary} (or {text})"
 
 
 def _preflight_check_serving(args: argparse.Namespace) -> int | None:
