@@ -78,6 +78,8 @@ def test_the_callback_refuses_bad_input_before_the_first_step(data):
     assert int(model.optimizer.iterations) == 0
 
 
+# KerasTuner's own deprecated threading calls (not the package's warnings).
+@pytest.mark.filterwarnings("ignore::DeprecationWarning:keras_tuner")
 def test_a_kerastuner_search_over_lambda_and_method(data, tmp_path):
     keras_tuner = pytest.importorskip("keras_tuner", reason="KerasTuner is not installed: pip install '.[tuner]'")
     if not KERAS_3:
