@@ -66,7 +66,8 @@ def select_without_labels(
       x_source, y_source: held-out labeled source points (no candidate trained on them).
       x_target: unlabeled target points.
       validator_name: the validator that chooses (a name or a `Validator`);
-        default `DEFAULT_VALIDATOR`, the one the study picked.
+        default `DEFAULT_VALIDATOR` (held-out source accuracy), the one the
+        study picked (docs/results/validators.md).
       also: more validators to score in the table, for the record.
 
     Returns a `Selection`: the highest-scoring candidate; a tie goes to the
