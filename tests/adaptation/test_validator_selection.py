@@ -9,6 +9,7 @@ from grad_reverse._keras import KERAS_3, keras
 from grad_reverse.adaptation import (
     CDAN,
     DANN,
+    DEFAULT_VALIDATOR,
     SoftNeighborhoodDensity,
     SourceAccuracy,
     ValidatorCallback,
@@ -147,8 +148,9 @@ def test_the_selection_refuses_candidates_without_the_plain_network(data):
 
 def test_the_selection_tables_every_validator_asked_for(data):
     x, y, x_val, y_val, x_target = data
-    chosen = select_without_labels(_candidates(), x_val, y_val, x_target, also=("source_accuracy", "dev"))
-    assert all(set(row) == {"snd", "source_accuracy", "dev"} for row in chosen.table.values())
+    chosen = select_without_labels(_candidates(), x_val, y_val, x_target, also=("dev", "im", "source_accuracy"))
+    assert chosen.validator == DEFAULT_VALIDATOR == "source_accuracy"
+    assert all(set(row) == {"source_accuracy", "dev", "im"} for row in chosen.table.values())
 
 
 @pytest.mark.claims
