@@ -104,6 +104,13 @@ def _points_parts(name: str) -> Callable[[int], tuple]:
     return parts
 
 
+def _digits_shift(data: Callable[[int], Data]) -> Shift:
+    """A digit shift at digits_m.py's settings (600 SGD steps of 128, lambda_max 0.3)."""
+    return Shift(
+        data, lambda s: digit_parts(s, DIGIT_SIZE), _sgd(600), "sparse_categorical_crossentropy", 0.3, 600, 128
+    )
+
+
 SHIFTS = {
     "moons": Shift(
         lambda s: _problem_data(problems.moons(s)), _points_parts("moons"), _adam, "binary_crossentropy", 6.0, 1000, 256
@@ -118,23 +125,7 @@ SHIFTS = {
         256,
     ),
     "moons-affine": Shift(moons_affine, _points_parts("moons"), _adam, "binary_crossentropy", 6.0, 1000, 256),
-    "digits-m": Shift(
-        lambda s: Data(*digits_m(s, DIGIT_SIZE)),
-        lambda s: digit_parts(s, DIGIT_SIZE),
-        _sgd(600),
-        "sparse_categorical_crossentropy",
-        0.3,
-        600,
-        128,
-    ),
-    "digits-inverted": Shift(
-        digits_inverted,
-        lambda s: digit_parts(s, DIGIT_SIZE),
-        _sgd(600),
-        "sparse_categorical_crossentropy",
-        0.3,
-        600,
-        128,
-    ),
+    "digits-m": _digits_shift(lambda s: Data(*digits_m(s, DIGIT_SIZE))),
+    "digits-inverted": _digits_shift(digits_inverted),
     "fashion-mnist-m": Shift(_fashion, image_runs.parts, _sgd(1500), "sparse_categorical_crossentropy", 1.0, 1500, 128),
 }

@@ -9,7 +9,7 @@ One file per method, holding its loss whole, over the shared parts beside them:
   step, `fit`, saving);
 * `domain_head`: what DANN and CDAN share, the domain head behind the
   reversal, its loss and the paper's domain term;
-* `networks`: the user's networks checked and built, a head's activation,
+* `networks`, `heads`: the user's networks checked and built, a head's activation,
   the label head's class log-probabilities (CDAN, MDD);
 * `batches`: `paired_dataset`, the source + target batches, and the input checks;
 * `resume`: where a fit starts (the ramp and the batches follow the epoch

@@ -1,6 +1,6 @@
 """The networks an adaptation model is built from (feature extractor, heads):
 the checks at construction and compile, how a head's last activation is
-read, the first build on one point, and a label head's output as class
+read (`heads`), the first build on one point, and a label head's output as class
 log-probabilities (CDAN's conditioning, MDD's disparity, inside the step)."""
 
 from __future__ import annotations
@@ -10,16 +10,8 @@ from typing import Any
 import tensorflow as tf
 
 from grad_reverse._keras import keras
+from grad_reverse.adaptation.heads import activation_name
 from grad_reverse.layer import GradReverse
-
-
-def activation_name(head: Any) -> str | None:
-    """The name of the activation that produces `head`'s output, when it can be told."""
-    activation = getattr(head, "activation", None)
-    if activation is not None:
-        return getattr(activation, "__name__", None)
-    layers = getattr(head, "layers", None)
-    return activation_name(layers[-1]) if layers else None
 
 
 def tell_from_logits(method: str, label_head: Any, label_from_logits: bool | None) -> tuple:

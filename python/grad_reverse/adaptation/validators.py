@@ -28,17 +28,9 @@ from typing import Any
 import numpy as np
 
 from grad_reverse.adaptation import validation_scores as scores
+from grad_reverse.adaptation.heads import activation_name
 
 PREDICT_BATCH = 1024
-
-
-def head_activation(head: Any) -> str | None:
-    """The name of the activation that produces `head`'s output, when it can be told."""
-    activation = getattr(head, "activation", None)
-    if activation is not None:
-        return getattr(activation, "__name__", None)
-    layers = getattr(head, "layers", None)
-    return head_activation(layers[-1]) if layers else None
 
 
 def _parts(model: Any) -> tuple:
@@ -58,7 +50,7 @@ def label_from_logits(who: str, model: Any, from_logits: bool | None = None) -> 
     if getattr(model, "_label_from_logits", None) is not None and hasattr(model, "_label_activation"):
         return bool(model._label_from_logits)  # CDAN, MDD: what compile told
     _, head = _parts(model)
-    activation = head_activation(head)
+    activation = activation_name(head)
     if activation in ("softmax", "sigmoid"):
         return False
     if activation == "linear":
