@@ -79,7 +79,8 @@ def select_without_labels(
             f"{plain!r}, so that the choice can be not to adapt; got {sorted(candidates)}"
         )
     chooser = validator(validator_name)
-    scorers = [chooser] + [validator(v) for v in also if validator(v).name != chooser.name]
+    others = [validator(v) for v in also]
+    scorers = [chooser] + [v for v in others if v.name != chooser.name]
     table: dict = {}
     for name, model in candidates.items():
         table[name] = score_all("select_without_labels", scorers, model, x_source, y_source, x_target, from_logits)
