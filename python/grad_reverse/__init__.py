@@ -5,10 +5,13 @@ gradients of `GradReverse` and `GradReverseGrad` by op type. Import it before
 loading a SavedModel that contains the op.
 
 That is when Keras runs on TensorFlow. When it runs on JAX or PyTorch
-(KERAS_BACKEND), the package is the `GradReverse` layer alone, on a custom
-gradient native to that backend (`backend_layer`), and importing it loads
-nothing of TensorFlow; the other public names raise an ImportError that says
-they need the TensorFlow backend.
+(KERAS_BACKEND), importing it loads nothing of TensorFlow: the package is the
+`GradReverse` layer, on a custom gradient native to that backend
+(`backend_layer`), the models `DANN`, `CDAN` and `MDD` (their objective is
+written in `keras.ops`, their step in each backend's own way:
+`adaptation/train_steps.py`) and the schedules; the names that are the native
+op's (`grad_reverse`, `BUILD_INFO`, `SUPPORTED_DTYPES`, `serving`, `reference`)
+raise an ImportError that says they need the TensorFlow backend.
 
 Public names: `grad_reverse`, `GradReverse`, `DANN`, `CDAN` and `MDD` (Keras
 models that wire domain-adversarial training), `DANNLearningRateSchedule`,
@@ -42,7 +45,16 @@ __all__ = [
 
 
 # The names a JAX or PyTorch backend gets; the rest of __all__ needs TensorFlow.
-_ANY_BACKEND = ("GradReverse", "__version__")
+_ANY_BACKEND = (
+    "CDAN",
+    "DANN",
+    "DANNLambdaSchedule",
+    "DANNLearningRateSchedule",
+    "GradReverse",
+    "MDD",
+    "dann_lambda",
+    "__version__",
+)
 # The backend the import found; None while the command line starts (its `_load()`
 # checks the backend through `_native.loader`).
 _backend_name = None
@@ -70,9 +82,12 @@ def _load() -> None:
 
 
 def _load_other_backend() -> None:
-    """The layer on Keras' JAX or PyTorch backend: no TensorFlow, no op library."""
-    global GradReverse, __all__
+    """The layer, the models and the schedules on Keras' JAX or PyTorch backend: no TensorFlow,
+    no op library."""
+    global CDAN, DANN, DANNLambdaSchedule, DANNLearningRateSchedule, GradReverse, MDD, dann_lambda, __all__
+    from grad_reverse.adaptation import CDAN, DANN, MDD, DANNLearningRateSchedule
     from grad_reverse.backend_layer import GradReverse
+    from grad_reverse.schedule import DANNLambdaSchedule, dann_lambda
 
     __all__ = list(_ANY_BACKEND)
 

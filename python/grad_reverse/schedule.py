@@ -24,14 +24,14 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import tensorflow as tf
 
 from grad_reverse._keras import keras
+from grad_reverse.backend_ops import ON_TENSORFLOW, ops, rank
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
-# keras.Variable exists in Keras 3 only; Keras 2 layers hold tf.Variables.
-VariableLike = tf.Variable | getattr(keras, "Variable", tf.Variable)
+# A tf.Variable (TensorFlow) or a keras.Variable (Keras 3, any backend).
+VariableLike = Any
 
 
 def finite(name: str, value: float) -> float:
@@ -60,7 +60,7 @@ def whole(name: str, value: int, minimum: int) -> int:
 def ramp(progress: Any, gamma: float, lambda_max: float, exp: Callable[[Any], Any] = math.exp) -> Any:
     """`lambda_max * (2 / (1 + exp(-gamma * progress)) - 1)`: 0 at progress 0, rising towards `lambda_max`.
 
-    `exp` is `math.exp` for a Python float, `tf.exp` for a tensor; callers
+    `exp` is `math.exp` for a Python float, `ops.exp` for a tensor; callers
     clip `progress` (or not: the warm start keeps rising past 1).
     """
     return lambda_max * (2.0 / (1.0 + exp(-gamma * progress)) - 1.0)
@@ -89,13 +89,13 @@ def _check_variable(variable: Any) -> Any:
     """`variable` if the callback can assign it before every batch (checked here, not at the first `fit`)."""
     dtype = getattr(variable, "dtype", None)
     shape = getattr(variable, "shape", None)
-    if not callable(getattr(variable, "assign", None)) or not tf.as_dtype(dtype or tf.string).is_floating:
+    if not callable(getattr(variable, "assign", None)) or "float" not in getattr(dtype, "name", str(dtype)):
         raise TypeError(
             f"DANNLambdaSchedule: variable must be a scalar float tf.Variable or keras.Variable (the one "
             f"passed to GradReverse(lambda_=variable)), got {type(variable).__name__} {variable!r}; e.g. "
             "lambda_ = tf.Variable(0.0); GradReverse(lambda_=lambda_); DANNLambdaSchedule(lambda_)"
         )
-    if shape is not None and tf.TensorShape(shape).rank not in (0, None):
+    if shape is not None and rank(shape) not in (0, None):
         raise ValueError(f"DANNLambdaSchedule: variable must be a scalar (one lambda), got shape {shape}")
     return variable
 
@@ -116,35 +116,35 @@ LAMBDA_SCHEDULES = ("paper", "constant", "warm_start")
 DEFAULT_WARM_START_STEPS = 1000
 
 
-def lambda_at_step(step: tf.Tensor, total_steps: tf.Tensor, gamma: float, lambda_max: float) -> tf.Tensor:
+def lambda_at_step(step: Any, total_steps: Any, gamma: float, lambda_max: float) -> Any:
     """`dann_lambda(step / (total_steps - 1), gamma, lambda_max)` as a float32 tensor.
 
     The same progress as `DANNLambdaSchedule`: the first step of a fit trains
     with 0, its last with ~`lambda_max`; progress is clipped to [0, 1].
     """
-    denominator = tf.maximum(tf.cast(total_steps, tf.float32) - 1.0, 1.0)
-    progress = tf.clip_by_value(tf.cast(step, tf.float32) / denominator, 0.0, 1.0)
-    return ramp(progress, gamma, lambda_max, tf.exp)
+    denominator = ops.maximum(ops.cast(total_steps, "float32") - 1.0, 1.0)
+    progress = ops.clip(ops.cast(step, "float32") / denominator, 0.0, 1.0)
+    return ramp(progress, gamma, lambda_max, ops.exp)
 
 
-def warm_start_lambda(step: tf.Tensor, warm_start_steps: int, gamma: float, lambda_max: float) -> tf.Tensor:
+def warm_start_lambda(step: Any, warm_start_steps: int, gamma: float, lambda_max: float) -> Any:
     """The ramp at progress `step / warm_start_steps`, not clipped: TLlib's warm start
     (alpha = gamma, hi = lambda_max, max_iters = warm_start_steps); it keeps rising towards
     lambda_max after `warm_start_steps`, whatever the fit's length."""
-    return ramp(tf.cast(step, tf.float32) / float(warm_start_steps), gamma, lambda_max, tf.exp)
+    return ramp(ops.cast(step, "float32") / float(warm_start_steps), gamma, lambda_max, ops.exp)
 
 
 def scheduled_lambda(
     schedule: str,
-    step: tf.Tensor,
-    total_steps: tf.Tensor,
+    step: Any,
+    total_steps: Any,
     gamma: float,
     lambda_max: float,
     warm_start_steps: int | None = None,
-) -> tf.Tensor:
+) -> Any:
     """Lambda of the step `step` (of `total_steps` in this fit) under `schedule` (float32 tensor)."""
     if schedule == "constant":
-        return tf.constant(lambda_max, tf.float32)
+        return ops.convert_to_tensor(lambda_max, "float32")
     if schedule == "warm_start":
         return warm_start_lambda(step, warm_start_steps or DEFAULT_WARM_START_STEPS, gamma, lambda_max)
     return lambda_at_step(step, total_steps, gamma, lambda_max)
@@ -164,9 +164,18 @@ class ScheduleState:
 
     A plain holder, so Keras tracks neither variable: they are not weights
     of the model (not saved, not in `get_weights()`), and `fit` sets them.
+    On TensorFlow they are tf.Variables that move once per step under
+    tf.distribute; on JAX and PyTorch keras.Variables (int32: JAX's integers
+    without x64), which JAX's step carries (`jax_step.StateCarrier`).
     """
 
     def __init__(self) -> None:
+        if not ON_TENSORFLOW:
+            self.step = keras.Variable(0, dtype="int32", trainable=False, name="dann_step")
+            self.total_steps = keras.Variable(1, dtype="int32", trainable=False, name="dann_total_steps")
+            return
+        import tensorflow as tf
+
         # ONLY_FIRST_REPLICA: every replica runs the step; the counter moves once.
         self.step = tf.Variable(
             0, dtype=tf.int64, trainable=False, name="dann_step", aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA
@@ -304,9 +313,9 @@ class DANNLearningRateSchedule(keras.optimizers.schedules.LearningRateSchedule):
         self.alpha = finite("alpha", alpha)
         self.beta = finite("beta", beta)
 
-    def __call__(self, step: Any) -> tf.Tensor:
-        progress = tf.minimum(tf.cast(step, tf.float32) / float(self.decay_steps), 1.0)
-        return self.initial_learning_rate / tf.pow(1.0 + self.alpha * progress, self.beta)
+    def __call__(self, step: Any) -> Any:
+        progress = ops.minimum(ops.cast(step, "float32") / float(self.decay_steps), 1.0)
+        return self.initial_learning_rate / ops.power(1.0 + self.alpha * progress, self.beta)
 
     def get_config(self) -> dict[str, Any]:
         return {
@@ -336,8 +345,8 @@ class ScaledLearningRate(keras.optimizers.schedules.LearningRateSchedule):
         self.schedule = schedule
         self.scale = finite("ScaledLearningRate: scale", scale)
 
-    def __call__(self, step: Any) -> tf.Tensor:
-        return self.scale * tf.cast(self.schedule(step), tf.float32)
+    def __call__(self, step: Any) -> Any:
+        return self.scale * ops.cast(self.schedule(step), "float32")
 
     def get_config(self) -> dict[str, Any]:
         return {"schedule": keras.optimizers.schedules.serialize(self.schedule), "scale": self.scale}

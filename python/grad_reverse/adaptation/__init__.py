@@ -11,7 +11,12 @@ One file per method, holding its loss whole, over the shared parts beside them:
   reversal, its loss and the paper's domain term;
 * `networks`, `heads`: the user's networks checked and built, a head's activation,
   the label head's class log-probabilities (CDAN, MDD);
-* `batches`: `paired_dataset`, the source + target batches, and the input checks;
+* `batches`: `paired_dataset`, the source + target batches on tf.data (TensorFlow),
+  and the input checks; `array_batches`: the same batches from arrays on JAX and
+  PyTorch; `batch_rules`: what both share;
+* `train_steps`: where the backends differ in training (`tf_step`, `jax_step`,
+  `torch_step`); the objective is the methods' own, in `keras.ops`
+  (`grad_reverse.backend_ops`);
 * `resume`: where a fit starts (the ramp and the batches follow the epoch
   Keras starts at, after a preemption too);
 * `optimizers`: own optimizers or learning-rate scales for the feature
@@ -30,7 +35,6 @@ The schedules over training, the lambda ramp (shared with
 are `grad_reverse.schedule`'s.
 """
 
-from grad_reverse.adaptation.batches import paired_dataset
 from grad_reverse.adaptation.cdan import CDAN
 from grad_reverse.adaptation.dann import DANN
 from grad_reverse.adaptation.mdd import MDD
@@ -53,7 +57,11 @@ from grad_reverse.adaptation.validators import (
     SourceAccuracyAndAlignment,
     Validator,
 )
+from grad_reverse.backend_ops import ON_TENSORFLOW
 from grad_reverse.schedule import DANNLearningRateSchedule, ScaledLearningRate
+
+if ON_TENSORFLOW:
+    from grad_reverse.adaptation.batches import paired_dataset as paired_dataset  # TensorFlow only
 
 __all__ = [
     "CDAN",
@@ -74,7 +82,7 @@ __all__ = [
     "SourceAccuracyAndAlignment",
     "Validator",
     "ValidatorCallback",
-    "paired_dataset",
+    *(["paired_dataset"] if ON_TENSORFLOW else []),
     "reverse_validation",
     "select_by_reverse_validation",
     "select_without_labels",

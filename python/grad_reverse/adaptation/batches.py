@@ -12,34 +12,23 @@ when it is called directly.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
+from grad_reverse.adaptation.batch_rules import (
+    DEFAULT_BATCH_SIZE,
+    check_fit_arguments,
+    one_pass_steps,
+    split_batch_size,
+)
 from grad_reverse.schedule import whole
 
 ArrayOrDataset = np.ndarray | tf.Tensor | tf.data.Dataset
 
-DEFAULT_BATCH_SIZE = 64
 # A shuffle buffer for datasets whose length tf.data cannot tell.
 UNKNOWN_LENGTH_SHUFFLE_BUFFER = 10_000
-
-
-def split_batch_size(batch_size: int, source_fraction: float = 0.5) -> tuple[int, int]:
-    """`(source, target)` points per batch: `batch_size` split by `source_fraction`."""
-    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 2:
-        raise ValueError(f"batch_size must be an integer of at least 2 (source + target points), got {batch_size!r}")
-    if not 0.0 < float(source_fraction) < 1.0:
-        raise ValueError(f"source_fraction must be between 0 and 1 (exclusive), got {source_fraction!r}")
-    source = min(max(int(round(batch_size * float(source_fraction))), 1), int(batch_size) - 1)
-    return source, int(batch_size) - source
-
-
-def one_pass_steps(source_length: int, source_batch: int) -> int:
-    """One epoch: enough batches to see every labeled source point once."""
-    return max(1, math.ceil(source_length / source_batch))
 
 
 def source_length(source: Any) -> int | None:
@@ -182,14 +171,7 @@ def fit_batches(
     """`(dataset of batches, steps per epoch, the spec of a source batch's points)` from what
     `fit(x, y, batch_size, target=..., ...)` was given (see `AdversarialModel.fit`);
     `keras_kwargs`, the arguments for Keras' `fit`, are checked for those it cannot take."""
-    for unsupported in ("validation_split", "sample_weight", "class_weight"):
-        if keras_kwargs.get(unsupported) is not None:
-            raise ValueError(
-                f"{method}.fit does not take {unsupported}: put per-point weights of the source "
-                "into the batches as ((x_source, x_target), y_source, weights) instead"
-                if unsupported != "validation_split"
-                else f"{method}.fit does not take validation_split: pass validation_data"
-            )
+    check_fit_arguments(method, keras_kwargs)
     if isinstance(x, tf.data.Dataset) and y is None and target is None:
         check_paired_spec(x.element_spec, method)
         if batch_size is not None:
@@ -214,3 +196,30 @@ def fit_batches(
     if steps is None:
         raise ValueError(f"{method}.fit: this data does not tell its length; pass steps_per_epoch")
     return dataset, steps, dataset.element_spec[0][0]
+
+
+def from_position(batches: tf.data.Dataset, position: tf.Variable) -> tf.data.Dataset:
+    """`batches` from batch number `position`, read when an iterator starts (not now).
+
+    `fit` hands Keras its dataset before Keras knows the epoch it starts at;
+    reading the position inside the dataset's function defers it to the first
+    batch drawn, after `StartFollowsKeras` set it. `batches` must be
+    deterministic (seeded) for the skipped batches to be the ones an earlier
+    process drew.
+    """
+    return tf.data.Dataset.from_tensors(tf.constant(0, tf.int64)).flat_map(
+        lambda _: batches.skip(position.read_value())
+    )
+
+
+def fit_data(method: str, *args: Any) -> Any:
+    """`fit`'s batches on TensorFlow (`fit_batches`' arguments): an endless dataset of batches is
+    read from a position `StartFollowsKeras` sets (see `resume`)."""
+    from grad_reverse.adaptation.train_steps import FitData
+
+    dataset, steps, spec = fit_batches(method, *args)
+    position = None
+    if int(dataset.cardinality()) == tf.data.INFINITE_CARDINALITY:
+        position = tf.Variable(0, dtype=tf.int64, trainable=False, name="batch_position")
+        dataset = from_position(dataset, position)
+    return FitData(dataset, steps, (tuple(spec.shape), spec.dtype.name), position, steps)

@@ -42,53 +42,43 @@ import math
 from typing import Any
 
 import numpy as np
-import tensorflow as tf
 
 from grad_reverse._keras import keras
 from grad_reverse.adaptation.domain_head import MEAN_OVER_BATCH, MEAN_OVER_DOMAINS, DomainHeadModel, domain_term
 from grad_reverse.adaptation.networks import class_log_probabilities, tell_from_logits
-from grad_reverse.ops import grad_reverse
+from grad_reverse.backend_ops import ON_TENSORFLOW, mean_over_replicas, ops, rank, reverse
 
 RANDOMIZED_SWITCH = 4096  # dim(f) * classes above which `randomized=None` picks the randomized map
 MAX_MULTILINEAR_SIZE = 1 << 20  # per point: 4 MiB of float32 for each point of a batch
 ENTROPY_EPSILON = 1e-5  # inside the log of H(g), as Transfer-Learning-Library's entropy
 
 
-def entropy_weights(probabilities: tf.Tensor, lambda_: Any = None) -> tf.Tensor:
+def entropy_weights(probabilities: Any, lambda_: Any = None) -> Any:
     """CDAN+E's per-point weights `1 + exp(-H(g))`, `H(g) = -sum_c g_c log(g_c + 1e-5)`;
     with `lambda_`, the gradient reaching `H` is reversed and scaled by it (the authors'
     `entropy.register_hook(grl_hook(coeff))`): the label head and the features learn to
     make the weights' domain loss larger, as the features do through the domain head."""
-    entropy = -tf.reduce_sum(probabilities * tf.math.log(probabilities + ENTROPY_EPSILON), axis=-1)
+    entropy = -ops.sum(probabilities * ops.log(probabilities + ENTROPY_EPSILON), axis=-1)
     if lambda_ is not None:
-        entropy = grad_reverse(entropy, lambda_)
-    return 1.0 + tf.exp(-entropy)
+        entropy = reverse(entropy, lambda_)
+    return 1.0 + ops.exp(-entropy)
 
 
-def mean_over_replicas(value: tf.Tensor) -> tf.Tensor:
-    """`value` averaged over the replicas in sync (itself outside tf.distribute):
-    CDAN+E normalizes its weights by the whole global batch's, not by each replica's share."""
-    context = tf.distribute.get_replica_context()
-    if context is None or context.num_replicas_in_sync == 1:
-        return value
-    return context.all_reduce("mean", value)
-
-
-def weighted_domain_term(per_point: tf.Tensor, weights: tf.Tensor, n_source: tf.Tensor, reduction: str) -> tf.Tensor:
+def weighted_domain_term(per_point: Any, weights: Any, n_source: Any, reduction: str) -> Any:
     """The domain term with per-point weights (CDAN+E's entropy weights), normalized
     within each domain for `"mean_over_domains"` (half the weighted source mean plus
     half the weighted target mean: the authors' code) and `"sum_over_domains"` (their
     sum), over the batch for `"mean_over_batch"` (`sum(w * loss) / sum(w)`,
     Transfer-Learning-Library's). The normalizers carry no gradient (the authors'
     `.detach()`): the weights' gradient is that of `sum(w * loss)` over a constant."""
-    weights = tf.reshape(tf.cast(weights, tf.float32), [-1])
+    weights = ops.reshape(ops.cast(weights, "float32"), [-1])
 
-    def weighted_mean(w: tf.Tensor, losses: tf.Tensor) -> tf.Tensor:
+    def weighted_mean(w: Any, losses: Any) -> Any:
         # Under tf.distribute a replica holds a share of the global batch: its weights are
         # normalized by the mean over the replicas of their sums, so that the replicas'
         # terms, averaged, are the global batch's weighted mean.
-        normalizer = tf.stop_gradient(mean_over_replicas(tf.reduce_sum(w)))
-        return tf.reduce_sum(w * losses) / normalizer
+        normalizer = ops.stop_gradient(mean_over_replicas(ops.sum(w)))
+        return ops.sum(w * losses) / normalizer
 
     if reduction == MEAN_OVER_BATCH:
         return weighted_mean(weights, per_point)
@@ -98,10 +88,10 @@ def weighted_domain_term(per_point: tf.Tensor, weights: tf.Tensor, n_source: tf.
     return 0.5 * both if reduction == MEAN_OVER_DOMAINS else both
 
 
-def multilinear_map(features: tf.Tensor, probabilities: tf.Tensor) -> tf.Tensor:
+def multilinear_map(features: Any, probabilities: Any) -> Any:
     """`g ⊗ f` flattened, [batch, classes * dim(f)]."""
     outer = probabilities[:, :, None] * features[:, None, :]
-    return tf.reshape(outer, [-1, probabilities.shape[-1] * features.shape[-1]])
+    return ops.reshape(outer, [-1, probabilities.shape[-1] * features.shape[-1]])
 
 
 def random_matrices(features: int, classes: int, size: int, seed: int) -> tuple:
@@ -112,10 +102,19 @@ def random_matrices(features: int, classes: int, size: int, seed: int) -> tuple:
     return r_f, r_g
 
 
-def randomized_multilinear_map(features: tf.Tensor, probabilities: tf.Tensor, r_f: Any, r_g: Any) -> tf.Tensor:
+def randomized_multilinear_map(features: Any, probabilities: Any, r_f: Any, r_g: Any) -> Any:
     """`(f R_f) ⊙ (g R_g) / sqrt(d)`, [batch, d]."""
     size = r_f.shape[-1]
-    return tf.matmul(features, r_f) * tf.matmul(probabilities, r_g) / math.sqrt(float(size))
+    return ops.matmul(features, r_f) * ops.matmul(probabilities, r_g) / math.sqrt(float(size))
+
+
+def _backend_errors() -> tuple:
+    """The backend's own shape errors, besides ValueError and TypeError (TensorFlow's InvalidArgumentError)."""
+    if not ON_TENSORFLOW:
+        return ()
+    import tensorflow as tf
+
+    return (tf.errors.InvalidArgumentError,)
 
 
 def _input_size(head: Any) -> int | None:
@@ -229,7 +228,7 @@ class CDAN(DomainHeadModel):
             )
         return bool(self.randomized)
 
-    def conditioning_map(self, features: tf.Tensor, probabilities: tf.Tensor) -> tf.Tensor:
+    def conditioning_map(self, features: Any, probabilities: Any) -> Any:
         """`T(f, g)`: the multilinear map, or the randomized one (see the module's doc)."""
         n_features, classes = int(features.shape[-1]), int(probabilities.shape[-1])
         if not self._randomized_for(n_features, classes):
@@ -241,22 +240,22 @@ class CDAN(DomainHeadModel):
 
     # --- the training step -------------------------------------------------------------
 
-    def _features_2d(self, features: tf.Tensor) -> tf.Tensor:
-        if features.shape.rank != 2 or features.shape[-1] is None:
+    def _features_2d(self, features: Any) -> Any:
+        if rank(features.shape) != 2 or features.shape[-1] is None:
             raise ValueError(
                 "CDAN: the feature extractor must output [batch, features] with a known size (flatten "
-                f"it) for the multilinear map, got shape {features.shape}"
+                f"it) for the multilinear map, got shape {tuple(features.shape)}"
             )
-        return tf.cast(features, tf.float32)
+        return ops.cast(features, "float32")
 
-    def _adversarial_step(self, features: tf.Tensor, n_source: tf.Tensor, lambda_: tf.Tensor) -> tuple:
+    def _adversarial_step(self, features: Any, n_source: Any, lambda_: Any) -> tuple:
         y_all = self.label_head(features, training=True)
         log_p = class_log_probabilities(self.METHOD, y_all, self._label_from_logits, self._label_activation)
-        probabilities = tf.exp(log_p)
+        probabilities = ops.exp(log_p)
         # The map's conditioning has gradient unless map_gradient is False (the authors' code), reversed
         # with the map's input by _domain_prediction; the entropy weights' always has, reversed in
         # entropy_weights.
-        conditioning = probabilities if self.map_gradient else tf.stop_gradient(probabilities)
+        conditioning = probabilities if self.map_gradient else ops.stop_gradient(probabilities)
         mapped = self.conditioning_map(self._features_2d(features), conditioning)
         domain_pred = self._domain_prediction(mapped, lambda_)
         weights = entropy_weights(probabilities, lambda_) if self.entropy_conditioning else None
@@ -269,7 +268,7 @@ class CDAN(DomainHeadModel):
         )
         return y_all[:n_source], domain_loss, {"domain_loss": domain_loss, "domain_accuracy": domain_accuracy}
 
-    def _prepare_adversary(self, features: tf.Tensor) -> None:
+    def _prepare_adversary(self, features: Any) -> None:
         """Builds an unbuilt domain head on the map's size, or checks a built one takes it."""
         n_features = int(self._features_2d(features).shape[-1])
         units = self.label_head(features, training=False).shape[-1]
@@ -285,8 +284,8 @@ class CDAN(DomainHeadModel):
                 f"{size} inputs, or leave it unbuilt (no Input) to be built on the map's size"
             )
         try:
-            self._build_head_on(tf.zeros([1, size], tf.float32))
-        except (ValueError, TypeError, tf.errors.InvalidArgumentError) as error:
+            self._build_head_on(ops.zeros((1, size), "float32"))
+        except (ValueError, TypeError) + _backend_errors() as error:
             raise ValueError(f"CDAN: the domain head does not take the map's output: {what}") from error
 
     # --- saving ------------------------------------------------------------------------

@@ -20,7 +20,7 @@ itself (batches, the lambda schedule, optimizers, saving) the shared
 
 from __future__ import annotations
 
-import tensorflow as tf
+from typing import Any
 
 from grad_reverse._keras import keras
 from grad_reverse.adaptation.domain_head import DomainHeadModel
@@ -57,11 +57,11 @@ class DANN(DomainHeadModel):
 
     METHOD = "DANN"
 
-    def _adversarial_step(self, features: tf.Tensor, n_source: tf.Tensor, lambda_: tf.Tensor) -> tuple:
+    def _adversarial_step(self, features: Any, n_source: Any, lambda_: Any) -> tuple:
         y_pred = self.label_head(features[:n_source], training=True)
         domain_pred = self._domain_prediction(features, lambda_)
         domain_loss, domain_accuracy = self._domain_term_and_accuracy(domain_pred, n_source)
         return y_pred, domain_loss, {"domain_loss": domain_loss, "domain_accuracy": domain_accuracy}
 
-    def _prepare_adversary(self, features: tf.Tensor) -> None:
+    def _prepare_adversary(self, features: Any) -> None:
         self._build_head_on(features)

@@ -36,12 +36,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import tensorflow as tf
-
 from grad_reverse._keras import keras
 from grad_reverse.adaptation.model import AdversarialModel
 from grad_reverse.adaptation.networks import activation_name, check_no_reversal, check_part
-from grad_reverse.ops import grad_reverse
+from grad_reverse.backend_ops import ops, rank, reverse
 from grad_reverse.schedule import finite
 
 SUM_OVER_DOMAINS = "sum_over_domains"
@@ -59,44 +57,44 @@ def check_reduction(reduction: str, method: str) -> str:
     return reduction
 
 
-def per_point_losses(loss_values: tf.Tensor, method: str) -> tf.Tensor:
+def per_point_losses(loss_values: Any, method: str) -> Any:
     """The domain loss function's output as one float32 value per point (shape [batch]).
 
     A loss that already reduced over the batch (a scalar) cannot be split
     into its source and target means: refused when the step is traced.
     """
     shape = loss_values.shape
-    if shape.rank not in (1, 2) or (shape.rank == 2 and shape[-1] not in (1, None)):
+    if rank(shape) not in (1, 2) or (rank(shape) == 2 and shape[-1] not in (1, None)):
         raise ValueError(
             f"{method}: the domain loss must return one loss per point (shape [batch]), got shape "
-            f"{shape}; pass a Keras loss or a function (y_true, y_pred) -> per-point losses"
+            f"{tuple(shape)}; pass a Keras loss or a function (y_true, y_pred) -> per-point losses"
         )
-    return tf.reshape(tf.cast(loss_values, tf.float32), [-1])
+    return ops.reshape(ops.cast(loss_values, "float32"), [-1])
 
 
-def domain_term(per_point: tf.Tensor, n_source: tf.Tensor, reduction: str) -> tf.Tensor:
+def domain_term(per_point: Any, n_source: Any, reduction: str) -> Any:
     """The batch's domain term: `per_point[:n_source]` are the source points, the rest the target's."""
     if reduction == MEAN_OVER_BATCH:
-        return tf.reduce_mean(per_point)
-    both = tf.reduce_mean(per_point[:n_source]) + tf.reduce_mean(per_point[n_source:])
+        return ops.mean(per_point)
+    both = ops.mean(per_point[:n_source]) + ops.mean(per_point[n_source:])
     return 0.5 * both if reduction == MEAN_OVER_DOMAINS else both
 
 
-def domain_accuracy(domain_true: tf.Tensor, domain_pred: tf.Tensor, from_logits: bool) -> tf.Tensor:
+def domain_accuracy(domain_true: Any, domain_pred: Any, from_logits: bool) -> Any:
     """The fraction of the batch's points whose domain the head tells right."""
     threshold = 0.0 if from_logits else 0.5
-    return tf.reduce_mean(tf.cast(tf.equal(domain_pred > threshold, domain_true > 0.5), tf.float32))
+    return ops.mean(ops.cast(ops.equal(domain_pred > threshold, domain_true > 0.5), "float32"))
 
 
 DOMAIN_METRICS = ("domain_loss", "domain_accuracy")
 _DOMAIN_COMPILE_KEYS = ("domain_loss", "domain_loss_weight", "domain_from_logits", "domain_loss_reduction")
 
 
-def check_domain_output(method: str, shape: tf.TensorShape) -> None:
-    if shape.rank not in (1, 2) or (shape.rank == 2 and shape[-1] not in (1, None)):
+def check_domain_output(method: str, shape: Any) -> None:
+    if rank(shape) not in (1, 2) or (rank(shape) == 2 and shape[-1] not in (1, None)):
         raise ValueError(
             f"{method}: the domain head must output one value per point, P(target domain) or its logit "
-            f"(shape [batch, 1] or [batch]), got shape {shape}"
+            f"(shape [batch, 1] or [batch]), got shape {tuple(shape)}"
         )
 
 
@@ -229,12 +227,12 @@ class DomainHeadModel(AdversarialModel):
     def _adversarial_weight(self) -> float:
         return self._domain_loss_weight
 
-    def _domain_losses(self, domain_pred: tf.Tensor, n_source: tf.Tensor) -> tuple:
+    def _domain_losses(self, domain_pred: Any, n_source: Any) -> tuple:
         """`(per-point domain losses [batch], the batch's domain accuracy)`; source points first."""
         check_domain_output(self.METHOD, domain_pred.shape)
-        domain_pred = tf.reshape(tf.cast(domain_pred, tf.float32), [-1, 1])
-        n_points = tf.shape(domain_pred)[0]
-        domain_true = tf.reshape(tf.cast(tf.range(n_points) >= n_source, tf.float32), [-1, 1])
+        domain_pred = ops.reshape(ops.cast(domain_pred, "float32"), [-1, 1])
+        n_target = ops.shape(domain_pred)[0] - n_source
+        domain_true = ops.concatenate([ops.zeros((n_source, 1)), ops.ones((n_target, 1))], axis=0)
         loss_fn = self._domain_loss
         per_point = (loss_fn.call if isinstance(loss_fn, keras.losses.Loss) else loss_fn)(domain_true, domain_pred)
         return (
@@ -242,17 +240,17 @@ class DomainHeadModel(AdversarialModel):
             domain_accuracy(domain_true, domain_pred, self._domain_from_logits),
         )
 
-    def _domain_term_and_accuracy(self, domain_pred: tf.Tensor, n_source: tf.Tensor) -> tuple:
+    def _domain_term_and_accuracy(self, domain_pred: Any, n_source: Any) -> tuple:
         """The batch's domain term (reduced as `compile` said) and domain accuracy; source points first."""
         per_point, accuracy = self._domain_losses(domain_pred, n_source)
         return domain_term(per_point, n_source, self._domain_loss_reduction), accuracy
 
-    def _build_head_on(self, inputs: tf.Tensor) -> None:
+    def _build_head_on(self, inputs: Any) -> None:
         """Builds an unbuilt domain head on `inputs` (one point of what it will see)."""
         if not self.domain_head.built:
             self.domain_head(inputs, training=False)
 
-    def _domain_prediction(self, features: tf.Tensor, lambda_: tf.Tensor) -> tf.Tensor:
+    def _domain_prediction(self, features: Any, lambda_: Any) -> Any:
         """The domain head on what it sees, behind the reversal: DANN's features, or CDAN's
         map of the features and class probabilities."""
-        return self.domain_head(grad_reverse(features, lambda_), training=True)
+        return self.domain_head(reverse(features, lambda_), training=True)

@@ -40,3 +40,8 @@ def serialize(obj: Any) -> Any:
 
 def deserialize(config: Any) -> Any:
     return keras.saving.deserialize_keras_object(config)
+
+
+def value_of(variable: Any) -> Any:
+    """A variable's value as numpy, on any backend (Keras 2: a tf.Variable)."""
+    return keras.ops.convert_to_numpy(variable) if KERAS_3 else variable.numpy()

@@ -36,8 +36,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import tensorflow as tf
-
 from grad_reverse._keras import keras
 from grad_reverse.adaptation.model import AdversarialModel
 from grad_reverse.adaptation.networks import (
@@ -47,7 +45,7 @@ from grad_reverse.adaptation.networks import (
     class_log_probabilities,
     tell_from_logits,
 )
-from grad_reverse.ops import grad_reverse
+from grad_reverse.backend_ops import ops, reverse
 from grad_reverse.schedule import finite
 
 FORMS = ("classification", "regression")
@@ -81,19 +79,19 @@ def check_same_activation(label_head: Any, adversarial_head: Any) -> None:
         )
 
 
-def classification_disparities(log_p: tf.Tensor, log_p_adv: tf.Tensor, n_source: tf.Tensor) -> tuple:
+def classification_disparities(log_p: Any, log_p_adv: Any, n_source: Any) -> tuple:
     """Per point: the source's `-log p'_h(x)` and the target's `log(1 - p'_h(x) + 1e-6)` (<= 0)."""
-    prediction = tf.argmax(log_p, axis=-1)
-    taken = tf.gather(log_p_adv, prediction, axis=1, batch_dims=1)
+    prediction = ops.expand_dims(ops.argmax(log_p, axis=-1), -1)
+    taken = ops.take_along_axis(log_p_adv, prediction, axis=1)[:, 0]
     source = -taken[:n_source]
-    target = tf.math.log(tf.minimum(1.0 - tf.exp(taken[n_source:]) + SHIFT, 1.0))
+    target = ops.log(ops.minimum(1.0 - ops.exp(taken[n_source:]) + SHIFT, 1.0))
     return source, target
 
 
-def regression_disparities(y: tf.Tensor, y_adv: tf.Tensor, n_source: tf.Tensor) -> tuple:
+def regression_disparities(y: Any, y_adv: Any, n_source: Any) -> tuple:
     """Per point: the mean absolute difference of the adversary's output from the label head's."""
-    difference = tf.abs(tf.cast(y_adv, tf.float32) - tf.stop_gradient(tf.cast(y, tf.float32)))
-    per_point = tf.reduce_mean(tf.reshape(difference, [tf.shape(difference)[0], -1]), axis=-1)
+    difference = ops.abs(ops.cast(y_adv, "float32") - ops.stop_gradient(ops.cast(y, "float32")))
+    per_point = ops.mean(ops.reshape(difference, [ops.shape(difference)[0], -1]), axis=-1)
     return per_point[:n_source], per_point[n_source:]
 
 
@@ -194,22 +192,22 @@ class MDD(AdversarialModel):
 
     # --- the training step -------------------------------------------------------------
 
-    def _adversarial_step(self, features: tf.Tensor, n_source: tf.Tensor, lambda_: tf.Tensor) -> tuple:
+    def _adversarial_step(self, features: Any, n_source: Any, lambda_: Any) -> tuple:
         y_all = self.label_head(features, training=True)
-        y_adv = self.adversarial_head(grad_reverse(features, lambda_), training=True)
+        y_adv = self.adversarial_head(reverse(features, lambda_), training=True)
         if self.form == "classification":
             log_p = class_log_probabilities("MDD", y_all, self._label_from_logits, self._label_activation)
             log_p_adv = class_log_probabilities("MDD", y_adv, self._label_from_logits, self._label_activation)
             source, target = classification_disparities(log_p, log_p_adv, n_source)
         else:
             source, target = regression_disparities(y_all, y_adv, n_source)
-        transfer = self.margin * tf.reduce_mean(source) - tf.reduce_mean(target)
+        transfer = self.margin * ops.mean(source) - ops.mean(target)
         return y_all[:n_source], transfer, {"transfer_loss": transfer}
 
-    def _prepare_adversary(self, features: tf.Tensor) -> None:
+    def _prepare_adversary(self, features: Any) -> None:
         """Builds an unbuilt adversarial head on the features; it must give the label head's output shape."""
-        label_shape = self.label_head(features, training=False).shape
-        adversary_shape = self.adversarial_head(features, training=False).shape
+        label_shape = tuple(self.label_head(features, training=False).shape)
+        adversary_shape = tuple(self.adversarial_head(features, training=False).shape)
         if label_shape != adversary_shape:
             raise ValueError(
                 f"MDD: the adversarial head must give the label head's output shape {label_shape}, "

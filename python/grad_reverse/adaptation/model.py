@@ -21,11 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import tensorflow as tf
-
 from grad_reverse._keras import KERAS_3, keras
-from grad_reverse.adaptation import keras_compat
-from grad_reverse.adaptation.batches import fit_batches
+from grad_reverse.adaptation import keras_compat, train_steps
 from grad_reverse.adaptation.networks import (
     build_adversary_on,
     build_on_one_point,
@@ -33,7 +30,8 @@ from grad_reverse.adaptation.networks import (
     remember_points,
 )
 from grad_reverse.adaptation.optimizers import build_every_optimizer, make_part_optimizers, optimizer_groups
-from grad_reverse.adaptation.resume import StartFollowsKeras, from_position, load_plan, save_plan
+from grad_reverse.adaptation.resume import StartFollowsKeras, load_plan, save_plan
+from grad_reverse.backend_ops import ops, replicas_in_sync
 from grad_reverse.schedule import ScheduleState, check_schedule, finite, scheduled_lambda, whole
 
 
@@ -51,55 +49,6 @@ class _AdversarialMetrics:
 
     def all(self) -> list:
         return list(self.by_name.values()) + [self.lambda_]
-
-
-# Where Keras 2 and Keras 3 differ inside the step, kept beside it: Keras 3 scales the loss for
-# mixed precision inside the tape and applies the gradients itself; Keras 2's `minimize(tape=)`
-# does both. Keras 2's `compute_loss` updates the `loss` metric; Keras 3's train_step does it.
-
-
-def replicas_in_sync() -> int:
-    """Replicas whose gradients the optimizer sums (1 outside tf.distribute)."""
-    return tf.distribute.get_strategy().num_replicas_in_sync
-
-
-def loss_for_gradients(model: Any, loss: tf.Tensor) -> tf.Tensor:
-    """The loss to differentiate, inside the tape: loss-scaled on Keras 3 under mixed precision."""
-    return model.optimizer.scale_loss(loss) if KERAS_3 else loss
-
-
-def minimize(model: Any, tape: tf.GradientTape, loss: tf.Tensor) -> None:
-    """One optimizer step on `model.trainable_variables` from `loss` recorded on `tape`."""
-    variables = model.trainable_variables
-    if KERAS_3:
-        gradients = tape.gradient(loss, variables)
-        model.optimizer.apply_gradients(zip(gradients, variables))
-    else:
-        model.optimizer.minimize(loss, variables, tape=tape)
-
-
-def apply_per_optimizer(tape: tf.GradientTape, loss: tf.Tensor, groups: list) -> None:
-    """One step of each optimizer on its variables, from one gradient of `loss`.
-
-    `groups`: `[(optimizer, variables)]`, each variable in one group. Both
-    Keras versions' `apply_gradients` sum the replicas' gradients under
-    tf.distribute, as `minimize` does. (No loss scaling: `part_optimizers`
-    refuses mixed_float16.)
-    """
-    variables = [v for _, group in groups for v in group]
-    gradients = tape.gradient(loss, variables)
-    start = 0
-    for optimizer, group in groups:
-        optimizer.apply_gradients(zip(gradients[start : start + len(group)], group))
-        start += len(group)
-
-
-def track_label_loss(model: Any, loss: tf.Tensor, batch_size: tf.Tensor) -> None:
-    """Records the (per-replica scaled) label loss in the model's `loss` metric."""
-    if KERAS_3:
-        unscaled = loss * tf.cast(replicas_in_sync(), loss.dtype)
-        model._loss_tracker.update_state(unscaled, sample_weight=batch_size)
-    # Keras 2: compute_loss (compiled_loss) has updated it already.
 
 
 class AdversarialModel(keras.Model):
@@ -150,8 +99,9 @@ class AdversarialModel(keras.Model):
 
     @property
     def metrics(self) -> list:
-        """Keras' metrics (the label loss and metrics), then the method's, and lambda."""
-        return list(super().metrics) + self._adversarial_metrics.all()
+        """Keras' metrics (the label loss and metrics), then the method's, and lambda (and on JAX,
+        the state Keras' compiled step must carry besides its own, `train_steps.state_carrier`)."""
+        return list(super().metrics) + self._adversarial_metrics.all() + train_steps.state_carrier(self)
 
     # --- compile ---------------------------------------------------------------------
 
@@ -216,7 +166,7 @@ class AdversarialModel(keras.Model):
         """The method's compile arguments, as `compile` takes them back (saved in the .keras file)."""
         return {}
 
-    def _adversarial_step(self, features: tf.Tensor, n_source: tf.Tensor, lambda_: tf.Tensor) -> tuple:
+    def _adversarial_step(self, features: Any, n_source: Any, lambda_: Any) -> tuple:
         """`(label head output on the source points, adversarial term, {metric name: value})`."""
         raise NotImplementedError
 
@@ -224,12 +174,12 @@ class AdversarialModel(keras.Model):
         """The adversarial term's weight in the objective."""
         raise NotImplementedError
 
-    def _prepare_adversary(self, features: tf.Tensor) -> None:
+    def _prepare_adversary(self, features: Any) -> None:
         """Builds (or checks) the adversary's parts on one batch of `features`, before training."""
 
     # --- the training step -----------------------------------------------------------
 
-    def current_lambda(self) -> tf.Tensor:
+    def current_lambda(self) -> Any:
         """Lambda of the next training step (float32 tensor)."""
         return scheduled_lambda(
             self.lambda_schedule,
@@ -254,46 +204,64 @@ class AdversarialModel(keras.Model):
     def objective(
         self, x_source: Any, x_target: Any, y_source: Any, sample_weight: Any = None, lambda_: Any = None
     ) -> tuple:
-        """`(total, label loss, label output on the source, {metric: value}, features)` of one batch on the
-        caller's tape: what `train_step` differentiates (per replica), `lambda_` (default: the schedule's)."""
+        """`(total, label loss, label output on the source, {metric: value}, features)` of one batch, on
+        any backend (the gradients are taken by the backend's step, `train_steps`): what `train_step`
+        differentiates (per replica under tf.distribute), `lambda_` (default: the schedule's)."""
         lambda_ = self.current_lambda() if lambda_ is None else lambda_
-        features = self.feature_extractor(tf.concat([x_source, x_target], 0), training=True)
-        y_pred, adversarial_term, logs = self._adversarial_step(features, tf.shape(x_source)[0], lambda_)
+        features = self.feature_extractor(ops.concatenate([x_source, x_target], axis=0), training=True)
+        y_pred, adversarial_term, logs = self._adversarial_step(features, ops.shape(x_source)[0], lambda_)
         label_loss = self.compute_loss(x=x_source, y=y_source, y_pred=y_pred, sample_weight=sample_weight)
         # Per replica: the optimizer sums the replicas' gradients.
-        scaled_term = adversarial_term / tf.cast(replicas_in_sync(), tf.float32)
-        total = tf.cast(label_loss, tf.float32) + self._adversarial_weight() * scaled_term
+        scaled_term = adversarial_term / float(replicas_in_sync())
+        total = ops.cast(label_loss, "float32") + self._adversarial_weight() * scaled_term
         return total, label_loss, y_pred, logs, features
 
-    def train_step(self, data: Any) -> dict:
+    def train_step(self, *args: Any) -> Any:
+        """One step on a batch `((x_source, x_target), y_source[, sample_weight])`: the objective's
+        gradients by the backend's own means (`train_steps`), one update of each optimizer, the
+        metrics. On JAX Keras passes the state first (`train_step(state, data)`) and gets it back."""
         if not self._compiled_for_adaptation:
             raise RuntimeError(f"{self.METHOD}: compile() the model before training it")
+        return train_steps.train_step(self, *args)
+
+    def unpack_batch(self, data: Any) -> tuple:
+        """`(x_source, x_target, y_source, sample_weight)` of a training batch, or a ValueError saying
+        what a batch must be."""
         x, y_source, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
         if not (isinstance(x, (tuple, list)) and len(x) == 2):
             raise ValueError(
                 f"{self.METHOD}.train_step: a batch must be ((x_source, x_target), y_source); got inputs {x!r}"
             )
-        x_source, x_target = x
-        n_source = tf.shape(x_source)[0]
-        lambda_ = self.current_lambda()
-        with tf.GradientTape() as tape:
-            total, label_loss, y_pred, logs, _ = self.objective(x_source, x_target, y_source, sample_weight, lambda_)
-            total = loss_for_gradients(self, total)
-        if self._part_optimizers():
-            apply_per_optimizer(tape, total, optimizer_groups(self, self._part_optimizers()))
-        else:
-            minimize(self, tape, total)
+        return x[0], x[1], y_source, sample_weight
+
+    def apply_gradients(self, gradients: list) -> None:
+        """One step of each optimizer from `gradients` (of `trainable_variables`, in order): each part's
+        own optimizer on its variables (`part_optimizers`), the model's on the others."""
+        if not self._part_optimizers():
+            self.optimizer.apply_gradients(zip(gradients, self.trainable_variables))
+            return
+        by_variable = {id(v): g for v, g in zip(self.trainable_variables, gradients)}
+        for optimizer, group in optimizer_groups(self, self._part_optimizers()):
+            optimizer.apply_gradients([(by_variable[id(v)], v) for v in group])
+
+    def record_step(self, label_loss: Any, logs: dict, lambda_: Any, batch: tuple, y_pred: Any) -> dict:
+        """After the update: the ramp's step moves on, the metrics take the step's values; the logs."""
+        x_source, _, y_source, sample_weight = batch
         self._schedule.step.assign_add(1)
-        track_label_loss(self, label_loss, n_source)
+        if KERAS_3:  # Keras 2's compute_loss (compiled_loss) has updated it already
+            unscaled = label_loss * float(replicas_in_sync())
+            self._loss_tracker.update_state(unscaled, sample_weight=ops.shape(x_source)[0])
         for name, value in logs.items():
             self._adversarial_metrics.by_name[name].update_state(value)
         self._adversarial_metrics.lambda_.reset_state()
         self._adversarial_metrics.lambda_.update_state(lambda_)
         return self.compute_metrics(x_source, y_source, y_pred, sample_weight=sample_weight)
 
-    def test_step(self, data: Any) -> dict:
-        logs = super().test_step(data)
-        return {k: v for k, v in logs.items() if k not in self.METRIC_NAMES + ("lambda",)}
+    def test_step(self, *args: Any) -> Any:
+        result = super().test_step(*args)
+        logs, state = (result, None) if len(args) == 1 else result  # JAX: (logs, state)
+        logs = {k: v for k, v in logs.items() if k not in self.METRIC_NAMES + ("lambda",)}
+        return logs if state is None else (logs, state)
 
     # --- fit -------------------------------------------------------------------------
 
@@ -340,26 +308,22 @@ class AdversarialModel(keras.Model):
         saved at an epoch's end (docs/dann.md, "Long runs and preemption").
         """
         method = self.METHOD
-        dataset, steps, feature_spec = fit_batches(
+        data = train_steps.fit_data(
             method, x, y, batch_size, target, steps_per_epoch, source_fraction, shuffle, seed, kwargs
         )
         epochs = whole(f"{method}.fit: epochs", epochs, 1)
         initial_epoch = whole(f"{method}.fit: initial_epoch", initial_epoch, 0)
-        build_on_one_point(self, feature_spec)
+        build_on_one_point(self, data.point_spec)
         if self._part_optimizers():
             self.build_optimizers()
-        self.set_schedule_steps(int(epochs) * steps, int(initial_epoch) * steps)
+        self.set_schedule_steps(int(epochs) * data.steps, int(initial_epoch) * data.steps)
         # Keras may start at another epoch than initial_epoch (BackupAndRestore): the
         # ramp and the batches are placed at the epoch it starts, see `resume`.
-        position = None
-        if int(dataset.cardinality()) == tf.data.INFINITE_CARDINALITY:
-            position = tf.Variable(0, dtype=tf.int64, trainable=False, name="batch_position")
-            dataset = from_position(dataset, position)
-        callbacks = [*(kwargs.pop("callbacks", None) or []), StartFollowsKeras(steps, position, int(epochs))]
+        callbacks = [*(kwargs.pop("callbacks", None) or []), StartFollowsKeras(data.steps, data.position, int(epochs))]
         return super().fit(
-            dataset,
+            data.batches,
             epochs=epochs,
-            steps_per_epoch=steps,
+            steps_per_epoch=data.keras_steps_per_epoch,
             initial_epoch=initial_epoch,
             shuffle=False,
             callbacks=callbacks,

@@ -7,11 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import tensorflow as tf
-
 from grad_reverse._keras import keras
 from grad_reverse.adaptation.heads import activation_name
-from grad_reverse.layer import GradReverse
+from grad_reverse.backend_ops import in_replica_context, ops, rank, strategy_scope
 
 
 def tell_from_logits(method: str, label_head: Any, label_from_logits: bool | None) -> tuple:
@@ -49,7 +47,8 @@ def check_no_reversal(method: str, name: str, part: Any) -> Any:
     gradient between the features and this part already, and two reversals cancel (the
     features would learn to help the adversary instead of fooling it)."""
     for layer in _layers_within(part):
-        if isinstance(layer, GradReverse) or type(layer).__name__ == "GradReverse":
+        # By name: the op's layer (TensorFlow) or the JAX/PyTorch one, or a subclass of either.
+        if any(cls.__name__ == "GradReverse" for cls in type(layer).__mro__):
             raise ValueError(
                 f"{method}: the {name} must not contain a GradReverse layer (found {layer.name!r}): "
                 f"{method} puts one between the features and the {name} itself, and a second one "
@@ -58,13 +57,14 @@ def check_no_reversal(method: str, name: str, part: Any) -> Any:
     return part
 
 
-def build_on_one_point(model: Any, spec: tf.TensorSpec) -> None:
-    """Calls `model` once on one zero point of `spec`, so Keras records single
-    points (not training pairs) as its input (export, saving); first builds or
+def build_on_one_point(model: Any, spec: tuple) -> None:
+    """Calls `model` once on one zero point of `spec` (`(shape of a batch, dtype)`), so Keras
+    records single points (not training pairs) as its input (export, saving); first builds or
     checks the adversary's parts on that point's features."""
-    shape = [1] + [1 if d is None else d for d in spec.shape[1:]]
-    with model.distribute_strategy.scope():
-        point = tf.zeros(shape, spec.dtype)
+    shape, dtype = spec
+    shape = [1] + [1 if d is None else int(d) for d in list(shape)[1:]]
+    with strategy_scope(model):
+        point = ops.zeros(shape, dtype)
         # The adversary first: Keras warns when a model is built with parts still unbuilt.
         model._prepare_adversary(model.feature_extractor(point, training=False))
         if not model.built:
@@ -77,16 +77,21 @@ def remember_points(model: Any, inputs: Any) -> None:
     if getattr(model, "_point_spec", None) is None and hasattr(inputs, "shape") and hasattr(inputs, "dtype"):
         shape = list(inputs.shape)
         if shape:
-            model._point_spec = tf.TensorSpec([1, *shape[1:]], tf.as_dtype(inputs.dtype))
+            model._point_spec = ((1, *shape[1:]), dtype_name(inputs.dtype))
+
+
+def dtype_name(dtype: Any) -> str:
+    """A tensor's dtype by name ("float32"), whatever the backend."""
+    standardize = getattr(keras.backend, "standardize_dtype", None)  # Keras 3
+    return standardize(dtype) if standardize is not None else dtype.name
 
 
 def build_adversary_on(model: Any, features: Any) -> None:
     """Builds the adversary on `features` while it is unbuilt (the model's first call, when the
     parts have no keras.Input), so that `build_optimizers` sees every weight; inside
     `strategy.run` it is left to `build_optimizers`."""
-    in_replica = tf.distribute.has_strategy() and not tf.distribute.in_cross_replica_context()
-    if not in_replica and not all(getattr(model, part).built for part in model.PARTS):
-        with model.distribute_strategy.scope():
+    if not in_replica_context() and not all(getattr(model, part).built for part in model.PARTS):
+        with strategy_scope(model):
             model._prepare_adversary(features)
 
 
@@ -112,7 +117,7 @@ def build_unbuilt_parts(model: Any, caller: str | None) -> None:
 _TINY = 1e-12
 
 
-def class_log_probabilities(method: str, y: tf.Tensor, from_logits: bool, activation: str | None) -> tf.Tensor:
+def class_log_probabilities(method: str, y: Any, from_logits: bool, activation: str | None) -> Any:
     """Log-probabilities [batch, classes] (float32) from a label head's output `y` [batch, units]
     (CDAN's conditioning, MDD's disparity).
 
@@ -121,22 +126,22 @@ def class_log_probabilities(method: str, y: tf.Tensor, from_logits: bool, activa
     (or sigmoid(logit)), worked as the two classes `[1 - p, p]`. Several sigmoid
     units are refused: they are independent labels, not one distribution.
     """
-    if y.shape.rank != 2 or y.shape[-1] is None:
+    if rank(y.shape) != 2 or y.shape[-1] is None:
         raise ValueError(
             f"{method}: the label head must output [batch, classes] (one unit for a binary task) "
-            f"to give class probabilities, got shape {y.shape}"
+            f"to give class probabilities, got shape {tuple(y.shape)}"
         )
-    y = tf.cast(y, tf.float32)
+    y = ops.cast(y, "float32")
     units = y.shape[-1]
     if units == 1:
         if from_logits:
-            return tf.concat([tf.math.log_sigmoid(-y), tf.math.log_sigmoid(y)], axis=-1)
-        return tf.math.log(tf.clip_by_value(tf.concat([1.0 - y, y], axis=-1), _TINY, 1.0))
+            return ops.concatenate([ops.log_sigmoid(-y), ops.log_sigmoid(y)], axis=-1)
+        return ops.log(ops.clip(ops.concatenate([1.0 - y, y], axis=-1), _TINY, 1.0))
     if activation == "sigmoid" and not from_logits:
         raise ValueError(
             f"{method}: a label head with {units} sigmoid units gives independent labels, not class "
             "probabilities; accepted: softmax over the classes, one sigmoid unit (binary), or logits"
         )
     if from_logits:
-        return tf.nn.log_softmax(y, axis=-1)
-    return tf.math.log(tf.clip_by_value(y, _TINY, 1.0))
+        return ops.log_softmax(y, axis=-1)
+    return ops.log(ops.clip(y, _TINY, 1.0))

@@ -11,8 +11,10 @@ first batch is drawn:
 * the ramp's step becomes `epoch * steps run per epoch + batch`, the step
   the uninterrupted fit is at there;
 * the model's own batches (`fit(x, y, target=...)`, endless and seeded) are
-  drawn through `from_position`, which skips that many batches when the
-  iterator starts, so the resumed fit sees the uninterrupted fit's batches.
+  drawn from that batch on, so the resumed fit sees the uninterrupted fit's
+  batches: on TensorFlow through `batches.from_position`, which skips that
+  many batches when the iterator starts; elsewhere `array_batches.PairedBatches`
+  draws each batch by its number, told at every epoch's start.
 
 Keras 3 restarts an interrupted epoch from its first batch (its
 BackupAndRestore keeps the epoch, not the batch), with the weights and
@@ -42,9 +44,9 @@ import warnings
 from typing import Any
 
 import numpy as np
-import tensorflow as tf
 
 from grad_reverse._keras import KERAS_3, keras
+from grad_reverse.adaptation import keras_compat
 
 # Frames of these packages lie between the user's `fit` call and the callback that warns.
 _LIBRARY_MODULES = ("grad_reverse", "keras", "tf_keras", "tensorflow", "absl")
@@ -73,20 +75,6 @@ def model_steps_per_execution(model: Any) -> int:
         return int(getattr(model, "steps_per_execution", 1) or 1)
     value = getattr(model, "_steps_per_execution", None)
     return int(value.numpy()) if value is not None else 1
-
-
-def from_position(batches: tf.data.Dataset, position: tf.Variable) -> tf.data.Dataset:
-    """`batches` from batch number `position`, read when an iterator starts (not now).
-
-    `fit` hands Keras its dataset before Keras knows the epoch it starts at;
-    reading the position inside the dataset's function defers it to the first
-    batch drawn, after `StartFollowsKeras` set it. `batches` must be
-    deterministic (seeded) for the skipped batches to be the ones an earlier
-    process drew.
-    """
-    return tf.data.Dataset.from_tensors(tf.constant(0, tf.int64)).flat_map(
-        lambda _: batches.skip(position.read_value())
-    )
 
 
 # The key under which a fit's plan is kept beside the model's own variables in a weights file.
@@ -140,9 +128,10 @@ def load_plan(model: Any, store: Any) -> Any:
 class StartFollowsKeras(keras.callbacks.Callback):
     """Places the model's ramp and batches at the first epoch Keras runs (see the module)."""
 
-    def __init__(self, steps_per_epoch: int, position: tf.Variable | None, epochs: int = 1) -> None:
-        """`position`: the variable `from_position` reads, or None where the fit's batches
-        come from a dataset the model does not position. One callback serves one fit."""
+    def __init__(self, steps_per_epoch: int, position: Any, epochs: int = 1) -> None:
+        """`position`: what the fit's batches start from (`assign(batch number)`): the variable
+        `batches.from_position` reads, `PairedBatches` (told at every epoch), or None where the
+        fit's batches come from a dataset the model does not position. One callback serves one fit."""
         super().__init__()
         self.steps_per_epoch = int(steps_per_epoch)
         self.position = position
@@ -159,6 +148,8 @@ class StartFollowsKeras(keras.callbacks.Callback):
 
     def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
         self._epoch = int(epoch)
+        if getattr(self.position, "follows_epochs", False):  # drawn by number, from each epoch's start
+            self.position.assign(self._epoch * self.steps_per_epoch)
 
     def on_train_batch_begin(self, batch: int, logs: dict | None = None) -> None:
         # The fit's first batch: Keras 3 starts an epoch at batch 0; Keras 2
@@ -168,16 +159,20 @@ class StartFollowsKeras(keras.callbacks.Callback):
             return
         self._placed = True
         model = self.model
-        per_epoch = steps_run_per_epoch(self.steps_per_epoch, model_steps_per_execution(model))
+        per_epoch = (
+            self.steps_per_epoch  # batches of a known length: Keras runs that many
+            if getattr(self.position, "follows_epochs", False)
+            else steps_run_per_epoch(self.steps_per_epoch, model_steps_per_execution(model))
+        )
         start = self._epoch * per_epoch + int(batch)
         model._schedule.step.assign(start)
-        if self.position is not None:
+        if self.position is not None and not getattr(self.position, "follows_epochs", False):
             self.position.assign(start)
         self._warn_where_inexact(model, self._epoch, start)
 
     def _warn_where_inexact(self, model: Any, epoch: int, start: int) -> None:
         method = model.METHOD
-        iterations = int(model.optimizer.iterations.numpy()) if model.optimizer is not None else 0
+        iterations = int(np.asarray(keras_compat.value_of(model.optimizer.iterations))) if model.optimizer else 0
         first_fit = not getattr(model, "_has_fit", False)
         model._has_fit = True
         restored_plan = getattr(model, "_restored_plan", None)

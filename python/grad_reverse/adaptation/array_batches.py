@@ -1,0 +1,157 @@
+"""The training batches of `fit(x, y, target=...)` without TensorFlow (Keras on JAX
+or PyTorch), and the batch rules every backend shares.
+
+`PairedBatches` draws the paper's batches from numpy arrays: `source_batch`
+labeled source points and `target_batch` target points each. Each domain is
+an endless stream of passes over its points, each pass in its own seeded
+order (`numpy.random.default_rng((seed, pass))`); batch number `k` takes the
+stream's points `k * b` to `k * b + b - 1`. A batch is thus a function of its
+number alone: a fit resumed at any epoch (`StartFollowsKeras` sets the
+epoch's first batch number) draws the uninterrupted fit's batches, and
+nothing is drawn twice or skipped. On TensorFlow `tf.data` draws them
+(`batches.paired_dataset`), in another order from the same rules.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from grad_reverse._keras import keras
+from grad_reverse.adaptation.batch_rules import (
+    DEFAULT_BATCH_SIZE,
+    check_fit_arguments,
+    one_pass_steps,
+    split_batch_size,
+)
+
+
+def _pass_order(length: int, seed: int, number: int, shuffle: bool) -> np.ndarray:
+    if not shuffle:
+        return np.arange(length)
+    return np.random.default_rng((seed, number)).permutation(length)
+
+
+class _Stream:
+    """One domain's endless stream of seeded passes over `length` points."""
+
+    def __init__(self, length: int, batch: int, seed: int, shuffle: bool) -> None:
+        self.length, self.batch, self.seed, self.shuffle = length, batch, seed, shuffle
+        self._orders: dict = {}
+
+    def _order(self, number: int) -> np.ndarray:
+        if number not in self._orders:
+            if len(self._orders) > 4:  # batches move forward: keep the latest passes only
+                self._orders.pop(min(self._orders))
+            self._orders[number] = _pass_order(self.length, self.seed, number, self.shuffle)
+        return self._orders[number]
+
+    def indices(self, batch_number: int) -> np.ndarray:
+        """The point indices of batch `batch_number`."""
+        positions = np.arange(batch_number * self.batch, (batch_number + 1) * self.batch)
+        passes, offsets = np.divmod(positions, self.length)
+        return np.array([self._order(int(p))[o] for p, o in zip(passes, offsets)])
+
+
+class PairedBatches(keras.utils.PyDataset):
+    """`((x_source, x_target), y_source)` batches, `steps` of them per epoch, drawn by batch number."""
+
+    follows_epochs = True  # `StartFollowsKeras` gives the first batch number of every epoch
+
+    def __init__(
+        self, x: np.ndarray, y: np.ndarray, target: np.ndarray, split: tuple, steps: int, shuffle: bool, seed: int
+    ) -> None:
+        super().__init__(workers=1, use_multiprocessing=False)
+        self.x, self.y, self.target = x, y, target
+        self.steps = int(steps)
+        self._source = _Stream(len(x), split[0], seed, shuffle)
+        self._target = _Stream(len(target), split[1], seed + 1, shuffle)
+        self.first = 0  # the number of this epoch's first batch
+
+    def __len__(self) -> int:
+        return self.steps
+
+    def assign(self, first: int) -> None:
+        """The number of the next epoch's first batch."""
+        self.first = int(first)
+
+    def batch(self, number: int) -> tuple:
+        """Batch `number` of the fit (counted from its first epoch)."""
+        source = self._source.indices(number)
+        return (self.x[source], self.target[self._target.indices(number)]), self.y[source]
+
+    def __getitem__(self, index: int) -> tuple:
+        return self.batch(self.first + int(index))
+
+
+def _as_array(value: Any, what: str, method: str) -> np.ndarray:
+    if hasattr(value, "element_spec") or isinstance(value, keras.utils.PyDataset):
+        raise ValueError(
+            f"{method}.fit on Keras' {keras.backend.backend()} backend takes {what} as arrays (numpy or the "
+            f"backend's tensors); datasets of points are tf.data's, on the TensorFlow backend"
+        )
+    array = keras.ops.convert_to_numpy(value) if not isinstance(value, np.ndarray) else value
+    return np.asarray(array)
+
+
+def fit_data(
+    method: str,
+    x: Any,
+    y: Any,
+    batch_size: int | None,
+    target: Any,
+    steps_per_epoch: int | None,
+    source_fraction: float,
+    shuffle: bool,
+    seed: int | None,
+    keras_kwargs: dict,
+) -> Any:
+    """`fit`'s batches on JAX and PyTorch: `PairedBatches` over arrays, or the user's own
+    `keras.utils.PyDataset` of ready `((x_source, x_target), y_source)` batches (`target` None)."""
+    from grad_reverse.adaptation.train_steps import FitData
+    from grad_reverse.schedule import whole
+
+    check_fit_arguments(method, keras_kwargs)
+    if steps_per_epoch is not None:
+        whole(f"{method}.fit: steps_per_epoch", steps_per_epoch, 1)
+    if isinstance(x, keras.utils.PyDataset) and y is None and target is None:
+        if batch_size is not None:
+            raise ValueError(f"{method}.fit: batch_size applies to arrays; a dataset of batches has its own")
+        (x_source, _), _ = x[0][:2]
+        steps = steps_per_epoch or len(x)
+        spec = (tuple(x_source.shape), str(np.asarray(x_source).dtype))
+        return FitData(x, steps, spec, None, steps_per_epoch)
+    if y is None:
+        raise ValueError(f"{method}: the source data must be labeled: fit(x_source, y_source, target=x_target)")
+    if target is None:
+        raise ValueError(
+            f"{method}.fit needs unlabeled target-domain data: pass target=<array of points>, or x as a "
+            "keras.utils.PyDataset of ((x_source, x_target), y_source) batches"
+        )
+    if isinstance(target, (tuple, list)):
+        raise ValueError(
+            f"{method}: the target data must be unlabeled (features only, as the model would be called on): "
+            f"an array of points, got a {type(target).__name__} of {len(target)} items (labels?)"
+        )
+    x, y, target = _as_array(x, "the source points", method), _as_array(y, "the labels", method), target
+    target = _as_array(target, "the target points", method)
+    if len(x) != len(y):
+        raise ValueError(f"{method}: source x and y must have the same length, got {len(x)} and {len(y)}")
+    for name, points in (("source", x), ("target", target)):
+        if len(points) == 0:
+            raise ValueError(f"{method}: the {name} data is empty")
+    if x.shape[1:] != target.shape[1:]:
+        raise ValueError(
+            f"{method}: source and target points must have the same shape, got source {x.shape[1:]} and "
+            f"target {target.shape[1:]} (shapes without the batch dimension)"
+        )
+    batch_size = DEFAULT_BATCH_SIZE if batch_size is None else batch_size
+    split = split_batch_size(batch_size, source_fraction)
+    steps = steps_per_epoch or one_pass_steps(len(x), split[0])
+    # Without a seed, one drawn now: the fit's batches stay a function of their number.
+    seed = int(np.random.SeedSequence().entropy % (2**31)) if seed is None else int(seed)
+    batches = PairedBatches(x, y, target, split, steps, bool(shuffle), seed)
+    # The model is built on one point of the floating type Keras computes in (JAX has no float64 by default).
+    dtype = keras.backend.floatx() if np.issubdtype(x.dtype, np.floating) else str(x.dtype)
+    return FitData(batches, steps, ((1, *x.shape[1:]), dtype), batches, None)

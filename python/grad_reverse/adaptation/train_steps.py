@@ -1,0 +1,67 @@
+"""Where the backends differ in training an adversarial model, and nowhere else:
+
+* how the objective's gradients are taken and the step is run: `tf_step`
+  (a GradientTape), `jax_step` (Keras' stateless step: `jax.value_and_grad`
+  over the variables' values), `torch_step` (autograd's `backward()`);
+* how `fit`'s batches are drawn: `tf.data` on TensorFlow (`batches`), a
+  seeded `keras.utils.PyDataset` elsewhere (`array_batches`).
+
+The objective itself (`AdversarialModel.objective`, each method's
+`_adversarial_step`) is written once in `keras.ops` and is the same on all three;
+so is what follows the gradients (`AdversarialModel.apply_gradients`,
+`record_step`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from grad_reverse.backend_ops import BACKEND, ON_TENSORFLOW
+
+
+@dataclasses.dataclass
+class FitData:
+    """What `fit` hands Keras: the batches, the steps of one epoch (the ramp's unit), the spec of one
+    batch of source points (`(shape, dtype)`), what `StartFollowsKeras` positions (or None), and the
+    `steps_per_epoch` Keras is given (None where the batches' length says it)."""
+
+    batches: Any
+    steps: int
+    point_spec: tuple
+    position: Any
+    keras_steps_per_epoch: int | None
+
+
+def train_step(model: Any, *args: Any) -> Any:
+    """The model's training step on this backend (`args`: `(data,)`, or on JAX `(state, data)`)."""
+    if ON_TENSORFLOW:
+        from grad_reverse.adaptation import tf_step as step
+    elif BACKEND == "jax":
+        from grad_reverse.adaptation import jax_step as step
+    elif BACKEND == "torch":
+        from grad_reverse.adaptation import torch_step as step
+    else:
+        raise RuntimeError(
+            f"{model.METHOD} trains on Keras' tensorflow, jax and torch backends; this process runs {BACKEND!r}"
+        )
+    return step.train_step(model, *args)
+
+
+def state_carrier(model: Any) -> list:
+    """On JAX, `[jax_step.StateCarrier]`: the schedule's counter and the parts' own optimizers ride
+    among the metrics' variables, the state Keras passes through its compiled step. Elsewhere `[]`."""
+    if BACKEND != "jax":
+        return []
+    from grad_reverse.adaptation.jax_step import carrier_of
+
+    return [carrier_of(model)]
+
+
+def fit_data(method: str, *args: Any) -> FitData:
+    """`fit`'s batches (see `batches.fit_data`, `array_batches.fit_data`, which take the same arguments)."""
+    if ON_TENSORFLOW:
+        from grad_reverse.adaptation.batches import fit_data as make
+    else:
+        from grad_reverse.adaptation.array_batches import fit_data as make
+    return make(method, *args)
