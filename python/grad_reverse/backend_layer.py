@@ -140,6 +140,11 @@ class GradReverse(keras.layers.Layer):
     """
 
     def __init__(self, lambda_: Any = 1.0, **kwargs: Any) -> None:
+        if "lambda" in kwargs:  # `lambda` is a Python keyword: only **{"lambda": ...} gets here
+            raise TypeError(
+                f"GradReverse: the argument is lambda_ (with an underscore: lambda is a Python keyword), "
+                f"got lambda={kwargs['lambda']!r}; pass GradReverse(lambda_=...) or GradReverse(...)"
+            )
         super().__init__(**kwargs)
         check_lambda(lambda_)
         self.lambda_ = lambda_ if isinstance(lambda_, keras.Variable) else float(lambda_)

@@ -291,5 +291,7 @@ def test_one_cdan_step_with_its_objective_reads_four_files_of_the_adaptation_pac
         "adaptation/domain_head.py",
         "adaptation/model.py",
         "adaptation/networks.py",
+        "adaptation/train_steps.py",  # which backend's step
+        "adaptation/tf_step.py",  # the tape: TensorFlow's gradients
     }, sorted(called)
-    assert "schedule.py" in called and "ops.py" in called, sorted(called)
+    assert "schedule.py" in called and "ops.py" in called and "backend_ops.py" in called, sorted(called)

@@ -9,14 +9,18 @@ map; the path through the map of its default is tests/adaptation/test_cdan.py's)
 CDAN+E gives it the entropy weights' gradient,
 reversed with lambda, the weights' normalizers without gradient; MDD gives the
 label head nothing from the transfer term. A stop-gradient added or removed
-anywhere moves one of these gradients."""
+anywhere moves one of these gradients.
+
+On every backend: TensorFlow's run has the native op inside; .ci/run runs this
+file on JAX and PyTorch too, where the same objective (keras.ops) meets the
+backends' own reversal and autodiff."""
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from grad_reverse._keras import keras
 from grad_reverse.adaptation import CDAN, DANN, MDD
+from helpers.backends import gradients_of, to_numpy_any
 
 N_SOURCE, N_TARGET, FEATURES, CLASSES = 3, 5, 4, 3
 LAMBDA = 0.7
@@ -44,21 +48,38 @@ def feature_extractor() -> keras.Sequential:
     return dense(2, FEATURES, "tanh", seed=1)
 
 
-def objective(model, y_source=None):
-    """`model.objective` on the batch (as tensors: Keras 2's compute_loss wants them) at LAMBDA."""
+def objective_gradients(model, variables: list, y_source=None, term: int = 0) -> tuple:
+    """`model.objective_on_features` at LAMBDA on the batch's features (the feature extractor's
+    output, given as an input): `(value, gradients of variables, gradient of the features)`, on this
+    backend; `term` 0 is the total, 1 the label loss."""
     x_source, x_target, labels = batch()
     y = labels if y_source is None else y_source
-    return model.objective(*(tf.constant(v) for v in (x_source, x_target, y)), None, tf.constant(LAMBDA))
+    features = features_of(model).astype("float32")
+
+    def value(f):
+        return model.objective_on_features(f, as_tensor(x_source), as_tensor(y), None, as_tensor(LAMBDA, "float32"))[
+            term
+        ]
+
+    total, variable_grads, (feature_grads,) = gradients_of(value, variables, [features])
+    return total, variable_grads, feature_grads
+
+
+def as_tensor(value, dtype=None):
+    """A tensor of the backend (Keras 2's compute_loss wants tensors, not arrays)."""
+    if hasattr(keras, "ops"):
+        return keras.ops.convert_to_tensor(value, dtype)
+    import tensorflow as tf
+
+    return tf.convert_to_tensor(value, dtype)
 
 
 def gradients(model) -> dict:
     """{"features", "label_head", "adversary"}: the model's gradients of its objective, float64."""
     adversary = model.adversarial_head if isinstance(model, MDD) else model.domain_head
-    with tf.GradientTape() as tape:
-        total, _, _, _, features = objective(model)
-    grads = tape.gradient(total, [features, model.label_head.trainable_variables, adversary.trainable_variables])
-    as64 = lambda values: [np.asarray(v, "float64") for v in values]  # noqa: E731
-    return {"features": np.asarray(grads[0], "float64"), "label_head": as64(grads[1]), "adversary": as64(grads[2])}
+    heads = list(model.label_head.trainable_variables), list(adversary.trainable_variables)
+    _, grads, features = objective_gradients(model, heads[0] + heads[1])
+    return {"features": features, "label_head": grads[: len(heads[0])], "adversary": grads[len(heads[0]) :]}
 
 
 def ours(model, reduction=None, **compile_kwargs) -> dict:
@@ -161,7 +182,7 @@ def hand_mdd(model, f: np.ndarray, margin: float, trade_off: float) -> dict:
 
 def features_of(model) -> np.ndarray:
     x_source, x_target, _ = batch()
-    return np.asarray(model.feature_extractor(np.concatenate([x_source, x_target])), "float64")
+    return np.asarray(to_numpy_any(model.feature_extractor(np.concatenate([x_source, x_target]))), "float64")
 
 
 def assert_same(got: dict, expected: dict, what: str) -> None:
@@ -246,11 +267,8 @@ def test_mdd_regression_gives_the_label_head_no_gradient_from_the_transfer_term(
     model = MDD(feature_extractor(), label_head, adversary, form="regression", lambda_schedule="constant")
     model.compile(keras.optimizers.SGD(0.0), "mse")
     y_source = np.zeros((N_SOURCE, 2), "float32")
-    with tf.GradientTape() as tape:
-        _, label_loss, _, _, _ = objective(model, y_source)
-    label_only = tape.gradient(label_loss, model.label_head.trainable_variables)
-    with tf.GradientTape() as tape:
-        total, _, _, _, _ = objective(model, y_source)
-    both = tape.gradient(total, model.label_head.trainable_variables)
+    variables = list(model.label_head.trainable_variables)
+    _, label_only, _ = objective_gradients(model, variables, y_source, term=1)
+    _, both, _ = objective_gradients(model, variables, y_source)
     for a, b in zip(both, label_only):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-8)

@@ -96,3 +96,52 @@ def plain_reversed(dy: np.ndarray, lambda_: float, dtype: str) -> np.ndarray:
     if dtype in ("float16", "bfloat16"):
         return (dy.astype(np.float32) * scale).astype(NUMPY_DTYPES[dtype])
     return dy * NUMPY_DTYPES[dtype].type(scale)
+
+
+def gradients_of(function, variables: list, inputs: list) -> tuple:
+    """`(value, gradients of the variables, gradients of the inputs)`: `function(*inputs)` (a scalar,
+    reading `variables` as a Keras model does) differentiated on this process's backend, TensorFlow
+    included; everything as float64 numpy."""
+    as64 = lambda values: [np.asarray(to_numpy_any(v), np.float64) for v in values]  # noqa: E731
+    if BACKEND == "tensorflow":
+        import tensorflow as tf
+
+        inputs = [tf.constant(x) for x in inputs]
+        with tf.GradientTape() as tape:
+            tape.watch(inputs)
+            value = function(*inputs)
+        grads = tape.gradient(value, [*variables, *inputs])
+    elif BACKEND == "torch":
+        import torch
+
+        inputs = [torch.tensor(x, requires_grad=True) for x in inputs]
+        for variable in variables:
+            variable.value.grad = None
+        value = function(*inputs)
+        value.backward()
+        grads = [variable.value.grad for variable in variables] + [x.grad for x in inputs]
+    else:
+        import jax
+
+        def pure(values, inputs):
+            with keras.StatelessScope(state_mapping=list(zip(variables, values))):
+                return function(*inputs)
+
+        value, (variable_grads, input_grads) = jax.value_and_grad(pure, argnums=(0, 1))(
+            [v.value for v in variables], [jax.numpy.asarray(x) for x in inputs]
+        )
+        grads = list(variable_grads) + list(input_grads)
+    grads = as64(grads)
+    return float(to_numpy_any(value)), grads[: len(variables)], grads[len(variables) :]
+
+
+def to_numpy_any(tensor) -> np.ndarray:
+    """A tensor of any backend (TensorFlow's too) as numpy."""
+    return keras.ops.convert_to_numpy(tensor) if KERAS_3 else np.asarray(tensor)
+
+
+needs_tensorflow = pytest.mark.skipif(
+    BACKEND != "tensorflow",
+    reason=f"TensorFlow's own input (tf.data, tf.Variable, tf.function); Keras runs on {BACKEND} here, and the "
+    "TensorFlow rows of .ci/run run it",
+)

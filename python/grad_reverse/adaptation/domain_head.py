@@ -246,9 +246,10 @@ class DomainHeadModel(AdversarialModel):
         return domain_term(per_point, n_source, self._domain_loss_reduction), accuracy
 
     def _build_head_on(self, inputs: Any) -> None:
-        """Builds an unbuilt domain head on `inputs` (one point of what it will see)."""
-        if not self.domain_head.built:
-            self.domain_head(inputs, training=False)
+        """Builds an unbuilt domain head on `inputs` (one point of what it will see) and checks it
+        gives one value per point, before any step (a step's error on JAX leaves Keras' variables
+        emptied)."""
+        check_domain_output(self.METHOD, self.domain_head(inputs, training=False).shape)
 
     def _domain_prediction(self, features: Any, lambda_: Any) -> Any:
         """The domain head on what it sees, behind the reversal: DANN's features, or CDAN's

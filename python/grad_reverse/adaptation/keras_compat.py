@@ -43,5 +43,5 @@ def deserialize(config: Any) -> Any:
 
 
 def value_of(variable: Any) -> Any:
-    """A variable's value as numpy, on any backend (Keras 2: a tf.Variable)."""
-    return keras.ops.convert_to_numpy(variable) if KERAS_3 else variable.numpy()
+    """A variable's value as numpy, on any backend (a tf.Variable or a keras.Variable)."""
+    return variable.numpy()

@@ -207,14 +207,22 @@ class AdversarialModel(keras.Model):
         """`(total, label loss, label output on the source, {metric: value}, features)` of one batch, on
         any backend (the gradients are taken by the backend's step, `train_steps`): what `train_step`
         differentiates (per replica under tf.distribute), `lambda_` (default: the schedule's)."""
-        lambda_ = self.current_lambda() if lambda_ is None else lambda_
         features = self.feature_extractor(ops.concatenate([x_source, x_target], axis=0), training=True)
+        return (*self.objective_on_features(features, x_source, y_source, sample_weight, lambda_), features)
+
+    def objective_on_features(
+        self, features: Any, x_source: Any, y_source: Any, sample_weight: Any = None, lambda_: Any = None
+    ) -> tuple:
+        """`objective` from the batch's features (source points first): `(total, label loss, label
+        output on the source, {metric: value})`; the gradients reaching the features are the
+        feature extractor's."""
+        lambda_ = self.current_lambda() if lambda_ is None else lambda_
         y_pred, adversarial_term, logs = self._adversarial_step(features, ops.shape(x_source)[0], lambda_)
         label_loss = self.compute_loss(x=x_source, y=y_source, y_pred=y_pred, sample_weight=sample_weight)
         # Per replica: the optimizer sums the replicas' gradients.
         scaled_term = adversarial_term / float(replicas_in_sync())
         total = ops.cast(label_loss, "float32") + self._adversarial_weight() * scaled_term
-        return total, label_loss, y_pred, logs, features
+        return total, label_loss, y_pred, logs
 
     def train_step(self, *args: Any) -> Any:
         """One step on a batch `((x_source, x_target), y_source[, sample_weight])`: the objective's

@@ -27,6 +27,7 @@ from typing import Any
 
 from grad_reverse._keras import keras
 from grad_reverse.adaptation import keras_compat
+from grad_reverse.backend_ops import strategy_scope
 from grad_reverse.schedule import ScaledLearningRate
 
 # The parts that may have their own optimizer, as named in `part_optimizers`.
@@ -128,7 +129,7 @@ def build_every_optimizer(model: Any, part_optimizers: Mapping[str, Any]) -> Non
     every weight, whichever optimizer moved it.
     """
     groups = [(model.optimizer, model.trainable_variables)] + optimizer_groups(model, part_optimizers)[:-1]
-    with model.distribute_strategy.scope():
+    with strategy_scope(model):
         for optimizer, variables in groups:
             # Keras 2's legacy optimizers (optimizer_v2) have no build: they make their slots on the first step.
             if hasattr(optimizer, "build") and not keras_compat.optimizer_built(optimizer):
