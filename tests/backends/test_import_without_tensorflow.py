@@ -1,6 +1,7 @@
 """On Keras' JAX or PyTorch backend, `from grad_reverse import GradReverse`
-loads nothing of TensorFlow nor the op library, and the TensorFlow-only
-names say they need the TensorFlow backend. In a fresh process, so that
+and the models (`DANN`, `CDAN`, `MDD`) and schedules load nothing of
+TensorFlow nor the op library, and the TensorFlow-only names say they need
+the TensorFlow backend. In a fresh process, so that
 nothing imported by the test run counts. (.ci/run runs this where TensorFlow
 is not installed at all.)"""
 
@@ -19,12 +20,15 @@ PROBE = """
 import sys
 from grad_reverse import GradReverse
 import grad_reverse
+from grad_reverse import CDAN, DANN, MDD, DANNLambdaSchedule, DANNLearningRateSchedule, dann_lambda
+import grad_reverse.adaptation
 loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("tensorflow", "tf_keras")
                 or m in ("grad_reverse._native.loader", "grad_reverse.ops", "grad_reverse._kernels"))
 print("loaded:", loaded)
 print("all:", grad_reverse.__all__)
 print("class:", GradReverse.__module__)
-for name in ("DANN", "grad_reverse", "DANNLambdaSchedule", "serving", "reference"):
+print("models:", DANN.__module__, CDAN.__module__, MDD.__module__)
+for name in ("grad_reverse", "BUILD_INFO", "SUPPORTED_DTYPES", "serving", "reference"):
     try:
         getattr(grad_reverse, name)
     except ImportError as error:
@@ -48,9 +52,13 @@ def probe() -> list:
 def test_the_layer_imports_without_tensorflow_and_the_rest_says_it_needs_it():
     lines = probe()
     assert lines[0] == "loaded: []"
-    assert lines[1] == "all: ['GradReverse', '__version__']"
+    assert lines[1] == (
+        "all: ['CDAN', 'DANN', 'DANNLambdaSchedule', 'DANNLearningRateSchedule', 'GradReverse', 'MDD', "
+        "'dann_lambda', '__version__']"
+    )
     assert lines[2] == "class: grad_reverse.backend_layer"
-    errors = lines[3:]
+    assert lines[3] == "models: grad_reverse.adaptation.dann grad_reverse.adaptation.cdan grad_reverse.adaptation.mdd"
+    errors = lines[4:]
     assert len(errors) == 6, lines
     for line in errors:
         name, _, message = line.partition(" -> ")

@@ -60,14 +60,15 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str]) -> int:
     args = parse(argv)
-    import tensorflow as tf
+    strategy = None
+    if args.mirrored:  # TensorFlow's; every other run is any backend's (KERAS_BACKEND)
+        import tensorflow as tf
 
-    if args.mirrored:
         cpu = tf.config.list_physical_devices("CPU")[0]
         tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+        strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
     from grad_reverse._keras import keras
 
-    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]) if args.mirrored else None
     keras.utils.set_random_seed(0)  # as a script does first; the pipeline's shuffles depend on it too
     backup = Path(args.backup)
     resuming = backup.exists() and any(backup.iterdir())
@@ -148,11 +149,14 @@ def build(args: argparse.Namespace, keras):
 
 def plain_keras_model(keras, dense):
     """The seed users' recipe: GradReverse(lambda_=variable) scheduled by DANNLambdaSchedule."""
-    import tensorflow as tf
-
     import grad_reverse
 
-    plain_keras_model.lambda_ = tf.Variable(0.0, trainable=False)
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        plain_keras_model.lambda_ = tf.Variable(0.0, trainable=False)
+    else:
+        plain_keras_model.lambda_ = keras.Variable(0.0, trainable=False)
     inputs = keras.Input((2,))
     features = dense(2, 8)(inputs)
     label = dense(8, 1)(features)

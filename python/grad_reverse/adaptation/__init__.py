@@ -61,7 +61,9 @@ from grad_reverse.backend_ops import ON_TENSORFLOW
 from grad_reverse.schedule import DANNLearningRateSchedule, ScaledLearningRate
 
 if ON_TENSORFLOW:
-    from grad_reverse.adaptation.batches import paired_dataset as paired_dataset  # TensorFlow only
+    from grad_reverse.adaptation.batches import paired_dataset
+else:
+    from grad_reverse.adaptation.array_batches import paired_dataset
 
 __all__ = [
     "CDAN",
@@ -82,7 +84,7 @@ __all__ = [
     "SourceAccuracyAndAlignment",
     "Validator",
     "ValidatorCallback",
-    *(["paired_dataset"] if ON_TENSORFLOW else []),
+    "paired_dataset",
     "reverse_validation",
     "select_by_reverse_validation",
     "select_without_labels",

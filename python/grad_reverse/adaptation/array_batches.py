@@ -85,6 +85,19 @@ class PairedBatches(keras.utils.PyDataset):
         return self.batch(self.first + int(index))
 
 
+def paired_dataset(*args: Any, **kwargs: Any) -> Any:
+    """TensorFlow's (`batches.paired_dataset` makes tf.data batches); on JAX and PyTorch a
+    TensorFlowOnly error that says what to pass `fit` instead."""
+    from grad_reverse._keras import tensorflow_only
+
+    error = tensorflow_only("grad_reverse.adaptation.paired_dataset", keras.backend.backend())
+    raise type(error)(
+        f"{error} On this backend, fit takes the arrays themselves: model.fit(x_source, y_source, "
+        "target=x_target, batch_size=..., seed=...), or a keras.utils.PyDataset of "
+        "((x_source, x_target), y_source) batches."
+    )
+
+
 def _as_array(value: Any, what: str, method: str) -> np.ndarray:
     if hasattr(value, "element_spec") or isinstance(value, keras.utils.PyDataset):
         raise ValueError(

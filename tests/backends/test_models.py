@@ -1,0 +1,159 @@
+"""`DANN`, `CDAN` (both maps, CDAN+E) and `MDD` on Keras' JAX and PyTorch backends,
+without TensorFlow: the README's "DANN in ten lines" with `import keras`, the
+other methods' fits, evaluate, predict, the logged metrics, the `.keras` round
+trip, per-part optimizers, and the clear errors for what is TensorFlow's.
+
+The objective's numbers are tests/adaptation/test_gradients.py's (run on these
+backends too); resume after preemption is test_models_resume.py's; on
+TensorFlow the same API is tests/adaptation/'s."""
+
+from __future__ import annotations
+
+import re
+import warnings
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+
+import grad_reverse
+from grad_reverse.demo.data import make_domains
+from helpers.backends import BACKEND, needs_jax_or_torch
+
+pytestmark = needs_jax_or_torch
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def readme_ten_lines() -> str:
+    """The README's "DANN in ten lines" code block, as written."""
+    text = README.read_text()
+    section = text[text.index("### DANN in ten lines") :]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+def test_the_readmes_ten_lines_run_with_keras_imported_as_itself(capsys):
+    code = readme_ten_lines()
+    assert "import keras\n" in code and "tensorflow" not in code, code
+    exec(compile(code, "README.md", "exec"), {})
+    printed = capsys.readouterr().out
+    accuracy = float(re.search(r"'accuracy': ([0-9.]+)", printed).group(1))
+    # The README's claim ("about 1.0"), measured here on seed 0: see docs/results/backends.md for seeds 0-9.
+    assert accuracy >= 0.9, printed
+
+
+def dense(inputs: int, units: int, activation: str = "sigmoid") -> keras.Sequential:
+    return keras.Sequential([keras.Input((inputs,)), keras.layers.Dense(units, activation=activation)])
+
+
+MAKERS = {
+    "dann": lambda: grad_reverse.DANN(dense(2, 8), dense(8, 1), dense(8, 1), lambda_max=2.0),
+    "cdan": lambda: grad_reverse.CDAN(dense(2, 8), dense(8, 2, "softmax"), dense(16, 1), randomized=False),
+    "cdan-e-randomized": lambda: grad_reverse.CDAN(
+        dense(2, 8), dense(8, 2, "softmax"), dense(32, 1), entropy_conditioning=True, randomized=True, randomized_dim=32
+    ),
+    "mdd": lambda: grad_reverse.MDD(dense(2, 8), dense(8, 2, "softmax")),
+}
+LOGGED = {
+    "dann": {"loss", "accuracy", "domain_loss", "domain_accuracy", "lambda"},
+    "cdan": {"loss", "accuracy", "domain_loss", "domain_accuracy", "lambda"},
+    "cdan-e-randomized": {"loss", "accuracy", "domain_loss", "domain_accuracy", "lambda"},
+    "mdd": {"loss", "accuracy", "transfer_loss", "lambda"},
+}
+
+
+def trained(method: str, **compile_kwargs):
+    keras.utils.set_random_seed(0)
+    moons = make_domains(seed=0, n_per_class=40)
+    model = MAKERS[method]()
+    loss = "binary_crossentropy" if method == "dann" else "sparse_categorical_crossentropy"
+    model.compile(keras.optimizers.Adam(0.01), loss, metrics=["accuracy"], **compile_kwargs)
+    history = model.fit(
+        moons.x_source,
+        moons.y_source,
+        target=moons.x_target,
+        batch_size=16,
+        epochs=2,
+        steps_per_epoch=5,
+        seed=0,
+        verbose=0,
+    )
+    return model, history, moons
+
+
+@pytest.mark.parametrize("method", sorted(MAKERS))
+def test_each_method_fits_evaluates_and_predicts_with_its_metrics(method):
+    model, history, moons = trained(method)
+    assert set(history.history) == LOGGED[method]
+    assert history.history["lambda"][-1] > history.history["lambda"][0] >= 0.0
+    assert all(np.isfinite(v).all() for v in history.history.values())
+    logs = model.evaluate(moons.x_target, moons.y_target, return_dict=True, verbose=0)
+    assert set(logs) == {"loss", "accuracy"}
+    predictions = model.predict(moons.x_target, verbose=0)
+    assert predictions.shape == (len(moons.x_target), 1 if method == "dann" else 2)
+
+
+@pytest.mark.parametrize("method", sorted(MAKERS))
+def test_a_keras_file_round_trip_predicts_the_same_and_trains_on(method, tmp_path):
+    model, _, moons = trained(method)
+    path = tmp_path / f"{method}.keras"
+    model.save(path)
+    loaded = keras.models.load_model(path)
+    assert type(loaded) is type(model)
+    np.testing.assert_array_equal(loaded.predict(moons.x_target, verbose=0), model.predict(moons.x_target, verbose=0))
+    # A loaded optimizer has taken steps: a new fit warns that its ramp starts anew (as on TensorFlow).
+    with pytest.warns(UserWarning, match="starts its lambda ramp and its batches at step 0"):
+        # pytest.warns records every warning and re-emits the others where pyproject's filter of
+        # Keras' NumPy 2 deprecation no longer matches them: left out here, as it is everywhere else.
+        warnings.filterwarnings("ignore", "__array__ implementation", DeprecationWarning)
+        history = loaded.fit(
+            moons.x_source, moons.y_source, target=moons.x_target, batch_size=16, steps_per_epoch=2, verbose=0
+        )
+    assert np.isfinite(history.history["loss"]).all()
+
+
+def test_part_optimizers_move_the_feature_extractor_at_their_rate():
+    """A feature extractor at learning rate 0 (scale 0.0) stays where it was; the heads move."""
+    model, _, _ = trained("dann", part_optimizers={"feature_extractor": 0.0})
+    keras.utils.set_random_seed(0)
+    before = MAKERS["dann"]()
+    for after_part, before_part in ((model.feature_extractor, before.feature_extractor),):
+        for a, b in zip(after_part.get_weights(), before_part.get_weights()):
+            np.testing.assert_array_equal(a, b)
+    assert any(
+        not np.array_equal(a, b) for a, b in zip(model.label_head.get_weights(), before.label_head.get_weights())
+    )
+
+
+def test_use_ema_and_the_learning_rate_schedule_train():
+    schedule = grad_reverse.DANNLearningRateSchedule(0.01, decay_steps=10)
+    keras.utils.set_random_seed(0)
+    moons = make_domains(seed=0, n_per_class=40)
+    model = MAKERS["dann"]()
+    model.compile(keras.optimizers.Adam(schedule, use_ema=True), "binary_crossentropy")
+    model.fit(
+        moons.x_source, moons.y_source, target=moons.x_target, batch_size=16, epochs=2, steps_per_epoch=5, verbose=0
+    )
+    assert int(model.optimizer.iterations.numpy()) == 10
+
+
+def test_the_same_seed_draws_the_same_batches_and_ends_with_the_same_weights():
+    first, _, _ = trained("cdan")
+    second, _, _ = trained("cdan")
+    for a, b in zip(first.get_weights(), second.get_weights()):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_what_is_tensorflows_says_so_and_what_to_use_instead():
+    with pytest.raises(ImportError, match=rf"paired_dataset needs Keras on TensorFlow.*runs on {BACKEND}.*fit takes"):
+        grad_reverse.adaptation.paired_dataset(None, None)
+    with pytest.raises(ImportError, match=rf"grad_reverse.serving needs Keras on TensorFlow.*runs on {BACKEND}"):
+        grad_reverse.serving  # noqa: B018 (the attribute access is the test)
+    model, _, moons = trained("dann")
+
+    class Points:  # what a tf.data dataset looks like to the check (an element_spec)
+        element_spec = None
+
+    with pytest.raises(ValueError, match=rf"DANN.fit on Keras' {BACKEND} backend takes the source points as arrays"):
+        model.fit(Points(), moons.y_source, target=moons.x_target)
