@@ -76,8 +76,8 @@ ADAPTATION_MUTANTS: tuple[Mutant, ...] = (
         file="adaptation/domain_head.py",
         edits=(
             (
-                "    both = tf.reduce_mean(per_point[:n_source]) + tf.reduce_mean(per_point[n_source:])",
-                "    both = tf.reduce_mean(per_point)",
+                "    both = ops.mean(per_point[:n_source]) + ops.mean(per_point[n_source:])",
+                "    both = ops.mean(per_point)",
             ),
         ),
         tests=(
@@ -110,8 +110,8 @@ ADAPTATION_MUTANTS: tuple[Mutant, ...] = (
         file="adaptation/domain_head.py",
         edits=(
             (
-                "    if reduction == MEAN_OVER_BATCH:\n        return tf.reduce_mean(per_point)",
-                "    if False:\n        return tf.reduce_mean(per_point)",
+                "    if reduction == MEAN_OVER_BATCH:\n        return ops.mean(per_point)",
+                "    if False:\n        return ops.mean(per_point)",
             ),
         ),
         tests=(
@@ -127,7 +127,7 @@ ADAPTATION_MUTANTS: tuple[Mutant, ...] = (
         file="adaptation/domain_head.py",
         edits=(
             (
-                "self.domain_head(grad_reverse(features, lambda_), training=True)",
+                "self.domain_head(reverse(features, lambda_), training=True)",
                 "self.domain_head(features, training=True)",
             ),
         ),
@@ -156,8 +156,8 @@ ADAPTATION_MUTANTS: tuple[Mutant, ...] = (
         file="adaptation/model.py",
         edits=(
             (
-                "        if self._part_optimizers():\n            apply_per_optimizer",
-                "        if False:\n            apply_per_optimizer",
+                "        if not self._part_optimizers():\n            self.optimizer.apply_gradients",
+                "        if True:\n            self.optimizer.apply_gradients",
             ),
         ),
         tests=(
@@ -211,7 +211,7 @@ ADAPTATION_MUTANTS: tuple[Mutant, ...] = (
         file="adaptation/cdan.py",
         edits=(
             (
-                "conditioning = probabilities if self.map_gradient else tf.stop_gradient(probabilities)",
+                "conditioning = probabilities if self.map_gradient else ops.stop_gradient(probabilities)",
                 "conditioning = probabilities",
             ),
         ),
@@ -228,8 +228,8 @@ ADAPTATION_MUTANTS: tuple[Mutant, ...] = (
         file="adaptation/cdan.py",
         edits=(
             (
-                "conditioning = probabilities if self.map_gradient else tf.stop_gradient(probabilities)",
-                "conditioning = tf.stop_gradient(probabilities)",
+                "conditioning = probabilities if self.map_gradient else ops.stop_gradient(probabilities)",
+                "conditioning = ops.stop_gradient(probabilities)",
             ),
         ),
         tests=(
@@ -255,8 +255,8 @@ ADAPTATION_MUTANTS: tuple[Mutant, ...] = (
         file="adaptation/cdan.py",
         edits=(
             (
-                "return tf.reduce_sum(w * losses) / normalizer",
-                "return tf.reduce_sum(w * losses) / tf.cast(tf.size(w), tf.float32)",
+                "return ops.sum(w * losses) / normalizer",
+                'return ops.sum(w * losses) / ops.cast(ops.size(w), "float32")',
             ),
         ),
         tests=(
@@ -290,7 +290,7 @@ ADAPTATION_MUTANTS: tuple[Mutant, ...] = (
         edits=(
             (
                 "outer = probabilities[:, :, None] * features[:, None, :]",
-                "outer = tf.ones_like(probabilities)[:, :, None] * features[:, None, :]",
+                "outer = ops.ones_like(probabilities)[:, :, None] * features[:, None, :]",
             ),
         ),
         tests=(
@@ -301,7 +301,7 @@ ADAPTATION_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         name="cdan-entropy-weights-normalized-per-replica",
         promise="under tf.distribute CDAN+E normalizes its weights over the global batch, not each replica's share",
-        file="adaptation/cdan.py",
+        file="backend_ops.py",
         edits=(
             (
                 "    if context is None or context.num_replicas_in_sync == 1:\n        return value",
@@ -316,7 +316,7 @@ ADAPTATION_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         name="mixed-precision-loss-not-scaled",
         promise="under mixed_float16 every method's step scales the loss (Keras 3), so the step is not shrunk",
-        file="adaptation/model.py",
+        file="adaptation/tf_step.py",
         edits=(("    return model.optimizer.scale_loss(loss) if KERAS_3 else loss", "    return loss"),),
         tests=(
             T
@@ -329,8 +329,8 @@ ADAPTATION_MUTANTS: tuple[Mutant, ...] = (
         file="adaptation/mdd.py",
         edits=(
             (
-                "transfer = self.margin * tf.reduce_mean(source) - tf.reduce_mean(target)",
-                "transfer = tf.reduce_mean(source) - tf.reduce_mean(target)",
+                "transfer = self.margin * ops.mean(source) - ops.mean(target)",
+                "transfer = ops.mean(source) - ops.mean(target)",
             ),
         ),
         tests=(
@@ -351,7 +351,7 @@ ADAPTATION_MUTANTS: tuple[Mutant, ...] = (
         file="adaptation/mdd.py",
         edits=(
             (
-                "self.adversarial_head(grad_reverse(features, lambda_), training=True)",
+                "self.adversarial_head(reverse(features, lambda_), training=True)",
                 "self.adversarial_head(features, training=True)",
             ),
         ),

@@ -16,13 +16,25 @@ MDD_GRADIENTS = GRADIENTS + "test_mdd_gradients_equal_a_hand_computation"
 
 GRADIENT_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
+        name="objective-adversarial-term-sign",
+        promise="every method's objective adds its weighted adversarial term (written once, in keras.ops, for every backend)",
+        file="adaptation/model.py",
+        edits=(
+            (
+                'total = ops.cast(label_loss, "float32") + self._adversarial_weight() * scaled_term',
+                'total = ops.cast(label_loss, "float32") - self._adversarial_weight() * scaled_term',
+            ),
+        ),
+        tests=(DANN_GRADIENTS, CDAN_GRADIENTS, MDD_GRADIENTS),
+    ),
+    Mutant(
         name="domain-head-input-without-gradient",
         promise="DANN's and CDAN's features learn from the domain head, reversed (no stop-gradient before it)",
         file="adaptation/domain_head.py",
         edits=(
             (
-                "self.domain_head(grad_reverse(features, lambda_), training=True)",
-                "self.domain_head(grad_reverse(tf.stop_gradient(features), lambda_), training=True)",
+                "self.domain_head(reverse(features, lambda_), training=True)",
+                "self.domain_head(reverse(ops.stop_gradient(features), lambda_), training=True)",
             ),
         ),
         tests=(DANN_GRADIENTS, CDAN_GRADIENTS),
@@ -34,7 +46,11 @@ GRADIENT_MUTANTS: tuple[Mutant, ...] = (
         edits=(
             (
                 "self.label_head(features[:n_source], training=True)",
-                "self.label_head(tf.stop_gradient(features[:n_source]), training=True)",
+                "self.label_head(ops.stop_gradient(features[:n_source]), training=True)",
+            ),
+            (
+                "from grad_reverse._keras import keras\n",
+                "from grad_reverse._keras import keras\nfrom grad_reverse.backend_ops import ops\n",
             ),
         ),
         tests=(DANN_GRADIENTS,),
@@ -46,7 +62,7 @@ GRADIENT_MUTANTS: tuple[Mutant, ...] = (
         edits=(
             (
                 "mapped = self.conditioning_map(self._features_2d(features), conditioning)",
-                "mapped = self.conditioning_map(tf.stop_gradient(self._features_2d(features)), conditioning)",
+                "mapped = self.conditioning_map(ops.stop_gradient(self._features_2d(features)), conditioning)",
             ),
         ),
         tests=(CDAN_GRADIENTS,),
@@ -58,7 +74,7 @@ GRADIENT_MUTANTS: tuple[Mutant, ...] = (
         edits=(
             (
                 "weights = entropy_weights(probabilities, lambda_) if",
-                "weights = entropy_weights(tf.stop_gradient(probabilities), lambda_) if",
+                "weights = entropy_weights(ops.stop_gradient(probabilities), lambda_) if",
             ),
         ),
         tests=(CDAN_GRADIENTS,),
@@ -67,16 +83,14 @@ GRADIENT_MUTANTS: tuple[Mutant, ...] = (
         name="cdan-entropy-not-reversed",
         promise="CDAN+E's entropy gradient is reversed (the label head and features make the weighted loss larger)",
         file="adaptation/cdan.py",
-        edits=(("        entropy = grad_reverse(entropy, lambda_)\n", "        entropy = entropy\n"),),
+        edits=(("        entropy = reverse(entropy, lambda_)\n", "        entropy = entropy\n"),),
         tests=(CDAN_GRADIENTS,),
     ),
     Mutant(
         name="cdan-entropy-reversal-ignores-lambda",
         promise="CDAN+E's entropy gradient is reversed with the same lambda as the domain head's input",
         file="adaptation/cdan.py",
-        edits=(
-            ("        entropy = grad_reverse(entropy, lambda_)\n", "        entropy = grad_reverse(entropy, 1.0)\n"),
-        ),
+        edits=(("        entropy = reverse(entropy, lambda_)\n", "        entropy = reverse(entropy, 1.0)\n"),),
         tests=(CDAN_GRADIENTS,),
     ),
     Mutant(
@@ -85,8 +99,8 @@ GRADIENT_MUTANTS: tuple[Mutant, ...] = (
         file="adaptation/cdan.py",
         edits=(
             (
-                "normalizer = tf.stop_gradient(mean_over_replicas(tf.reduce_sum(w)))",
-                "normalizer = mean_over_replicas(tf.reduce_sum(w))",
+                "normalizer = ops.stop_gradient(mean_over_replicas(ops.sum(w)))",
+                "normalizer = mean_over_replicas(ops.sum(w))",
             ),
         ),
         tests=(CDAN_GRADIENTS,),
@@ -107,8 +121,8 @@ GRADIENT_MUTANTS: tuple[Mutant, ...] = (
         file="adaptation/mdd.py",
         edits=(
             (
-                "self.adversarial_head(grad_reverse(features, lambda_), training=True)",
-                "self.adversarial_head(grad_reverse(tf.stop_gradient(features), lambda_), training=True)",
+                "self.adversarial_head(reverse(features, lambda_), training=True)",
+                "self.adversarial_head(reverse(ops.stop_gradient(features), lambda_), training=True)",
             ),
         ),
         tests=(MDD_GRADIENTS,),
@@ -119,8 +133,8 @@ GRADIENT_MUTANTS: tuple[Mutant, ...] = (
         file="adaptation/mdd.py",
         edits=(
             (
-                "tf.abs(tf.cast(y_adv, tf.float32) - tf.stop_gradient(tf.cast(y, tf.float32)))",
-                "tf.abs(tf.cast(y_adv, tf.float32) - tf.cast(y, tf.float32))",
+                'ops.abs(ops.cast(y_adv, "float32") - ops.stop_gradient(ops.cast(y, "float32")))',
+                'ops.abs(ops.cast(y_adv, "float32") - ops.cast(y, "float32"))',
             ),
         ),
         tests=(GRADIENTS + "test_mdd_regression_gives_the_label_head_no_gradient_from_the_transfer_term",),
