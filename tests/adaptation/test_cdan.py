@@ -257,10 +257,10 @@ def test_source_and_target_of_different_shapes_are_refused():
         model.fit(x_source, y_source.astype("int32"), target=np.zeros((16, 3), "float32"), verbose=0)
 
 
-def test_one_cdan_step_with_its_objective_reads_four_files_of_the_adaptation_package():
+def test_one_cdan_step_reads_its_method_file_the_shared_base_and_tensorflows_step():
     # The layout's promise (docs/methods.md): the method file, the shared model base, the domain
-    # head's module and the networks' (class probabilities); lambda's value and the op come from
-    # grad_reverse.schedule and .ops.
+    # head's module and the networks' (class probabilities), and the backend's step (TensorFlow's
+    # tape); lambda's value and the op come from grad_reverse.schedule, .backend_ops and .ops.
     import os
     import sys
 
