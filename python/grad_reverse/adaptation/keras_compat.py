@@ -38,6 +38,25 @@ def serialize(obj: Any) -> Any:
     return keras.saving.serialize_keras_object(obj)
 
 
+_BACKEND_MODULES = "keras.src.backend."
+
+
+def portable(config: Any) -> Any:
+    """A compile config that loads on every Keras backend: Keras 3 records an optimizer made on
+    PyTorch under its backend's own class (module `keras.src.backend.torch.optimizers.torch_adam`),
+    which other backends cannot import; a built-in optimizer is recorded as `keras.optimizers`'
+    instead, which each backend makes its own."""
+    if isinstance(config, dict):
+        config = {key: portable(value) for key, value in config.items()}
+        module, name = config.get("module"), config.get("class_name")
+        if isinstance(module, str) and module.startswith(_BACKEND_MODULES) and hasattr(keras.optimizers, str(name)):
+            config["module"] = "keras.optimizers"
+        return config
+    if isinstance(config, (list, tuple)):
+        return type(config)(portable(value) for value in config)
+    return config
+
+
 def deserialize(config: Any) -> Any:
     return keras.saving.deserialize_keras_object(config)
 

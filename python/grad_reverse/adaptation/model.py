@@ -132,7 +132,7 @@ class AdversarialModel(keras.Model):
         if config is not None and getattr(self, "_compiled_for_adaptation", False):
             arguments = {**self._method_compile_arguments(), "part_optimizers": self._part_optimizers() or None}
             config = dict(config, **{k: keras_compat.serialize(v) for k, v in arguments.items()})
-        return config
+        return keras_compat.portable(config) if KERAS_3 else config
 
     def compile_from_config(self, config: dict) -> None:
         # Keras' own skips compile() when a model overrides it.
