@@ -2,8 +2,9 @@
 
 The backend is asked without importing TensorFlow unless Keras runs on it.
 On TensorFlow the package is the native op and everything built on it; on
-Keras 3's JAX and PyTorch backends it is the `GradReverse` layer alone
-(`grad_reverse.backend_layer`), and asking for a TensorFlow-only part raises
+Keras 3's JAX and PyTorch backends it is the `GradReverse` layer
+(`grad_reverse.backend_layer`), the models and the schedules, and asking for
+a TensorFlow-only part (the op, serving, the command line) raises
 `tensorflow_only(...)`, which says so.
 
 The Keras (`keras`, `KERAS_MAJOR`, `KERAS_3`, imported at their first use,
@@ -60,9 +61,10 @@ def tensorflow_only(what: str, backend: str) -> TensorFlowOnly:
     """The error for `what` (a public name, a module) asked for while Keras runs on `backend`."""
     return TensorFlowOnly(
         f"{what} needs Keras on TensorFlow, and Keras runs on {backend} in this process (KERAS_BACKEND). "
-        "On JAX and PyTorch the package is the GradReverse layer alone (`from grad_reverse import GradReverse`); "
-        "the native op and everything built on it (grad_reverse.grad_reverse, DANN, CDAN, MDD, the lambda "
-        f"schedule, serving, the command line) need KERAS_BACKEND=tensorflow with TensorFlow installed: {GUIDE}."
+        "On JAX and PyTorch the package has the GradReverse layer, the models DANN, CDAN and MDD and the "
+        "schedules; the native op and what drives it (grad_reverse.grad_reverse, BUILD_INFO, SUPPORTED_DTYPES, "
+        "reference, serving, the command line) need KERAS_BACKEND=tensorflow with TensorFlow installed: "
+        f"{GUIDE}."
     )
 
 

@@ -60,9 +60,6 @@ from grad_reverse.adaptation.validators import (
 from grad_reverse.backend_ops import ON_TENSORFLOW
 from grad_reverse.schedule import DANNLearningRateSchedule, ScaledLearningRate
 
-if ON_TENSORFLOW:
-    from grad_reverse.adaptation.batches import paired_dataset as paired_dataset  # TensorFlow only
-
 __all__ = [
     "CDAN",
     "DANN",
@@ -82,8 +79,15 @@ __all__ = [
     "SourceAccuracyAndAlignment",
     "Validator",
     "ValidatorCallback",
-    *(["paired_dataset"] if ON_TENSORFLOW else []),
+    "paired_dataset",
     "reverse_validation",
     "select_by_reverse_validation",
     "select_without_labels",
 ]
+
+# tf.data's batches: TensorFlow only. `__all__` above is a plain list, read as written by the
+# API reference's generator, which documents the name for every backend.
+if ON_TENSORFLOW:
+    from grad_reverse.adaptation.batches import paired_dataset as paired_dataset
+else:
+    __all__.remove("paired_dataset")
