@@ -214,7 +214,8 @@ class DANNLambdaSchedule(keras.callbacks.Callback):
         fit's `epochs * steps`.
 
     With `compile(steps_per_execution=N)`, Keras calls the callback once per N
-    steps, so lambda changes every N steps.
+    steps, so lambda changes every N steps. It works the same on Keras' JAX
+    and PyTorch backends (on JAX it syncs the model's state before assigning).
 
     The schedule never assigns a non-finite lambda: the constructor refuses
     arguments that would (ValueError), since under XLA the op cannot check a
@@ -271,6 +272,11 @@ class DANNLambdaSchedule(keras.callbacks.Callback):
 
     def on_train_batch_begin(self, batch: int, logs: dict[str, Any] | None = None) -> None:
         self.value = dann_lambda(self.progress(batch), self.gamma, self.lambda_max)
+        # On JAX, Keras' fit keeps the variables' values outside them inside an epoch: written
+        # back first, the assignment is what the next step reads (without it, it would be lost).
+        sync = getattr(self.model, "jax_state_sync", None)
+        if sync is not None:
+            sync()
         self.variable.assign(self.value)
 
     def _add_to_logs(self, logs: dict[str, Any] | None) -> None:

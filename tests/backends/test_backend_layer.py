@@ -160,6 +160,17 @@ def test_a_variable_lambda_is_read_at_every_step_of_fit():
     assert float(to_numpy(model.get_layer("w").kernel.value).item()) == 3.5 + 0.25
 
 
+def test_dann_lambda_schedule_reaches_every_step_of_fit():
+    # On JAX an assignment inside an epoch that skips `jax_state_sync` is lost: w would not move.
+    variable = keras.Variable(0.0, trainable=False, name="lambda")
+    model = _one_weight_model(variable)
+    schedule = grad_reverse.DANNLambdaSchedule(variable, lambda_max=2.0)
+    x, y = np.ones((4, 1), "float32"), np.zeros((4, 1), "float32")
+    model.fit(x, y, batch_size=1, epochs=1, shuffle=False, verbose=0, callbacks=[schedule])
+    expected = 1.0 + sum(grad_reverse.dann_lambda(step / 3, 10.0, 2.0) for step in range(4))
+    assert float(to_numpy(model.get_layer("w").kernel.value).item()) == pytest.approx(expected, rel=1e-5)
+
+
 def test_get_config_round_trip_stores_a_variable_by_its_current_value():
     variable = keras.Variable(0.25, trainable=False)
     layer = grad_reverse.GradReverse(variable, name="grl")

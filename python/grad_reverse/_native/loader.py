@@ -43,7 +43,7 @@ except ModuleNotFoundError as error:
     _other = [name for name in ("jax", "torch") if importlib.util.find_spec(name) is not None]
     _first = (
         f"Keras runs on TensorFlow, its default backend (KERAS_BACKEND is not set), and this environment has "
-        f"{' and '.join(_other)} but no TensorFlow: for the GradReverse layer on {_other[0]}, set "
+        f"{' and '.join(_other)} but no TensorFlow: for the GradReverse layer and the models on {_other[0]}, set "
         f"KERAS_BACKEND={_other[0]} (docs/keras-backends.md). For the rest of grad_reverse: "
         if _other and not os.environ.get("KERAS_BACKEND")
         else ""
@@ -53,7 +53,7 @@ except ModuleNotFoundError as error:
         "stable-ABI library for any later release), and none is installed here: "
         '`pip install tensorflow` (with GPU support on Linux: `pip install "tensorflow[and-cuda]"`) '
         "or `pip install tensorflow-cpu`, then import grad_reverse again. "
-        "(For the GradReverse layer alone on Keras' JAX or PyTorch backend, set KERAS_BACKEND=jax or torch: "
+        "(For the GradReverse layer and the models on Keras' JAX or PyTorch backend, set KERAS_BACKEND=jax or torch: "
         "docs/keras-backends.md.)"
     ) from None
 

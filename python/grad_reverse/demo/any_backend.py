@@ -13,8 +13,8 @@ a `keras.Variable` that a callback ramps up as in the paper (Ganin et al.
 2016, eq. 14). Source-only is the same model, from the same weights on the
 same batches, with the domain loss weighted 0.
 
-Unlike `grad_reverse.DANN`, nothing here needs TensorFlow: the data is numpy,
-the model plain Keras. Imports Keras when a function runs, so the module
+Nothing here needs TensorFlow (nor does `grad_reverse.DANN` on JAX and
+PyTorch): the data is numpy, the model plain Keras. Imports Keras when a function runs, so the module
 itself is cheap to import.
 """
 
