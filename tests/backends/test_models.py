@@ -155,5 +155,23 @@ def test_what_is_tensorflows_says_so_and_what_to_use_instead():
     class Points:  # what a tf.data dataset looks like to the check (an element_spec)
         element_spec = None
 
-    with pytest.raises(ValueError, match=rf"DANN.fit on Keras' {BACKEND} backend takes the source points as arrays"):
-        model.fit(Points(), moons.y_source, target=moons.x_target)
+    for args, kwargs in (((Points(), moons.y_source), {"target": moons.x_target}), ((Points(),), {})):
+        with pytest.raises(ValueError, match=rf"DANN.fit on Keras' {BACKEND} backend got a tf.data dataset as x"):
+            model.fit(*args, **kwargs)
+
+
+@pytest.mark.parametrize("method", ["cdan", "mdd"])
+def test_a_label_head_of_several_sigmoid_units_is_refused_before_any_step(method):
+    """As on TensorFlow (a step's error on JAX would leave Keras' variables emptied)."""
+    keras.utils.set_random_seed(0)
+    moons = make_domains(seed=0, n_per_class=20)
+    if method == "cdan":
+        model = grad_reverse.CDAN(dense(2, 8), dense(8, 2, "sigmoid"), dense(16, 1), randomized=False)
+    else:
+        model = grad_reverse.MDD(dense(2, 8), dense(8, 2, "sigmoid"))
+    model.compile(keras.optimizers.SGD(0.1), "binary_crossentropy")
+    before = model.feature_extractor.get_weights()
+    with pytest.raises(ValueError, match="2 sigmoid units gives independent labels, not class probabilities"):
+        model.fit(moons.x_source, moons.y_source, target=moons.x_target, batch_size=8, verbose=0)
+    for a, b in zip(before, model.feature_extractor.get_weights()):
+        np.testing.assert_array_equal(a, b)

@@ -126,6 +126,14 @@ def fit_data(
     from grad_reverse.schedule import whole
 
     check_fit_arguments(method, keras_kwargs)
+    for name, value in (("x", x), ("target", target)):
+        if hasattr(value, "element_spec"):
+            raise ValueError(
+                f"{method}.fit on Keras' {keras.backend.backend()} backend got a tf.data dataset as {name}: datasets "
+                "of points or of batches are tf.data's, on the TensorFlow backend. Here, pass the arrays: "
+                "fit(x_source, y_source, target=x_target), or a keras.utils.PyDataset of "
+                "((x_source, x_target), y_source) batches"
+            )
     if steps_per_epoch is not None:
         whole(f"{method}.fit: steps_per_epoch", steps_per_epoch, 1)
     if isinstance(x, keras.utils.PyDataset) and y is None and target is None:

@@ -271,7 +271,10 @@ class CDAN(DomainHeadModel):
     def _prepare_adversary(self, features: Any) -> None:
         """Builds an unbuilt domain head on the map's size, or checks a built one takes it."""
         n_features = int(self._features_2d(features).shape[-1])
-        units = self.label_head(features, training=False).shape[-1]
+        label_output = self.label_head(features, training=False)
+        # Refused here, before any step, as in the step itself (several sigmoid units, a shape).
+        class_log_probabilities(self.METHOD, label_output, self._label_from_logits, self._label_activation)
+        units = label_output.shape[-1]
         size = self.map_size(n_features, 2 if units == 1 else int(units))
         expected = _input_size(self.domain_head) if self.domain_head.built else None
         what = (

@@ -206,7 +206,10 @@ class MDD(AdversarialModel):
 
     def _prepare_adversary(self, features: Any) -> None:
         """Builds an unbuilt adversarial head on the features; it must give the label head's output shape."""
-        label_shape = tuple(self.label_head(features, training=False).shape)
+        label_output = self.label_head(features, training=False)
+        if self.form == "classification":  # refused here, before any step, as in the step itself
+            class_log_probabilities("MDD", label_output, self._label_from_logits, self._label_activation)
+        label_shape = tuple(label_output.shape)
         adversary_shape = tuple(self.adversarial_head(features, training=False).shape)
         if label_shape != adversary_shape:
             raise ValueError(
