@@ -21,7 +21,8 @@ known survivor, listed with what will kill it). Exit 0 only when no mutant
 survived, drifted or was inconclusive, and no pending one was killed (then
 its pending mark is stale).
 
-Usage: python scripts/mutation_check.py [--list] [--only NAME ...] [--package-dir DIR] [--jobs N]
+Usage: python scripts/mutation_check.py [--list] [--only NAME ...] [--package-dir DIR] [--jobs N] [--without-library]
+(--without-library: with KERAS_BACKEND=jax or torch, the models' mutants whose tests run there.)
 The package is found without importing it: an installed grad_reverse, or a
 source tree's python/ on PYTHONPATH with the library built in place.
 """
@@ -134,6 +135,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--jobs", type=int, default=1, help="mutants tested at once, each on copies of its own (default 1)"
     )
+    parser.add_argument(
+        "--without-library",
+        action="store_true",
+        help="a package without the built library: the models' mutants on Keras' JAX or PyTorch backend",
+    )
     args = parser.parse_args(argv)
 
     mutants = list(MUTANTS)
@@ -149,7 +155,7 @@ def main(argv: list[str]) -> int:
 
     start = time.monotonic()
     try:
-        package = runner.find_package(args.package_dir)
+        package = runner.find_package(args.package_dir, library=not args.without_library)
     except runner.CheckError as error:
         print(f"mutation check: {error}", file=sys.stderr)
         return 2

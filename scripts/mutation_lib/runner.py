@@ -29,10 +29,11 @@ class CheckError(Exception):
     """The check itself cannot run (no built package, tests failing unmutated)."""
 
 
-def find_package(explicit: str | None = None) -> Path:
+def find_package(explicit: str | None = None, library: bool = True) -> Path:
     """The grad_reverse package directory, without importing it (nor TensorFlow):
     `explicit`, else wherever this interpreter would import it from (an
-    installed package, or a source tree on PYTHONPATH). It must hold the built library."""
+    installed package, or a source tree on PYTHONPATH). It must hold the built library,
+    unless `library` is False (Keras' JAX and PyTorch backends, which load none)."""
     if explicit:
         directory = Path(explicit).resolve()
     else:
@@ -43,7 +44,7 @@ def find_package(explicit: str | None = None) -> Path:
                 "tree's python/ on PYTHONPATH (after building the library in place)"
             )
         directory = Path(list(spec.submodule_search_locations)[0]).resolve()
-    if not list(directory.glob(LIBRARY_GLOB)):
+    if library and not list(directory.glob(LIBRARY_GLOB)):
         raise CheckError(f"{directory} holds no {LIBRARY_GLOB}: build the library first")
     return directory
 
@@ -51,7 +52,8 @@ def find_package(explicit: str | None = None) -> Path:
 def build_record(package: Path) -> dict:
     """The build record of the package's library (of the last folder, when
     it holds several: the portable wheel)."""
-    return json.loads((sorted(package.glob(LIBRARY_GLOB))[-1].parent / BUILD_INFO).read_text())
+    libraries = sorted(package.glob(LIBRARY_GLOB))
+    return json.loads((libraries[-1].parent / BUILD_INFO).read_text()) if libraries else {}
 
 
 def copy_package(package: Path, destination: Path) -> Path:
