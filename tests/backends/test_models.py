@@ -39,8 +39,10 @@ def test_the_readmes_ten_lines_run_with_keras_imported_as_itself(capsys):
     exec(compile(code, "README.md", "exec"), {})
     printed = capsys.readouterr().out
     accuracy = float(re.search(r"'accuracy': ([0-9.]+)", printed).group(1))
-    # The README's claim ("about 1.0"), measured here on seed 0: see docs/results/backends.md for seeds 0-9.
-    assert accuracy >= 0.9, printed
+    # The README says "about 1.0" for its seed 0: 0.993 on JAX, 0.997 on PyTorch, 1.0 on TensorFlow
+    # on one AVX-512 CPU (docs/results/backends.md, with seeds 0-9 from 0.73 to 1.0); 0.8 leaves
+    # room for another CPU's rounding and still fails a run that did not adapt (source-only: ~0.75).
+    assert accuracy >= 0.8, printed
 
 
 def dense(inputs: int, units: int, activation: str = "sigmoid") -> keras.Sequential:
