@@ -21,6 +21,7 @@ import numpy as np
 from grad_reverse._keras import keras
 from grad_reverse.adaptation.batch_rules import (
     DEFAULT_BATCH_SIZE,
+    FitData,
     check_fit_arguments,
     one_pass_steps,
     split_batch_size,
@@ -122,7 +123,6 @@ def fit_data(
 ) -> Any:
     """`fit`'s batches on JAX and PyTorch: `PairedBatches` over arrays, or the user's own
     `keras.utils.PyDataset` of ready `((x_source, x_target), y_source)` batches (`target` None)."""
-    from grad_reverse.adaptation.train_steps import FitData
     from grad_reverse.schedule import whole
 
     check_fit_arguments(method, keras_kwargs)

@@ -1,10 +1,12 @@
 """The rules of the adversarial models' training batches that every backend shares:
-the split of a batch between the domains, an epoch's length, and the arguments
-of Keras' `fit` the models refuse."""
+the split of a batch between the domains, an epoch's length, the arguments
+of Keras' `fit` the models refuse, and what `fit` hands Keras (`FitData`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from typing import Any
 
 import numpy as np
 
@@ -37,3 +39,16 @@ def check_fit_arguments(method: str, keras_kwargs: dict) -> None:
                 if unsupported != "validation_split"
                 else f"{method}.fit does not take validation_split: pass validation_data"
             )
+
+
+@dataclasses.dataclass
+class FitData:
+    """What `fit` hands Keras: the batches, the steps of one epoch (the ramp's unit), the spec of one
+    batch of source points (`(shape, dtype)`), what `StartFollowsKeras` positions (or None), and the
+    `steps_per_epoch` Keras is given (None where the batches' length says it)."""
+
+    batches: Any
+    steps: int
+    point_spec: tuple
+    position: Any
+    keras_steps_per_epoch: int | None

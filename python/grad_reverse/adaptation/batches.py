@@ -19,6 +19,7 @@ import tensorflow as tf
 
 from grad_reverse.adaptation.batch_rules import (
     DEFAULT_BATCH_SIZE,
+    FitData,
     check_fit_arguments,
     one_pass_steps,
     split_batch_size,
@@ -215,7 +216,6 @@ def from_position(batches: tf.data.Dataset, position: tf.Variable) -> tf.data.Da
 def fit_data(method: str, *args: Any) -> Any:
     """`fit`'s batches on TensorFlow (`fit_batches`' arguments): an endless dataset of batches is
     read from a position `StartFollowsKeras` sets (see `resume`)."""
-    from grad_reverse.adaptation.train_steps import FitData
 
     dataset, steps, spec = fit_batches(method, *args)
     position = None

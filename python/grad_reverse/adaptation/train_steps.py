@@ -14,23 +14,10 @@ so is what follows the gradients (`AdversarialModel.apply_gradients`,
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
+from grad_reverse.adaptation.batch_rules import FitData
 from grad_reverse.backend_ops import BACKEND, ON_TENSORFLOW
-
-
-@dataclasses.dataclass
-class FitData:
-    """What `fit` hands Keras: the batches, the steps of one epoch (the ramp's unit), the spec of one
-    batch of source points (`(shape, dtype)`), what `StartFollowsKeras` positions (or None), and the
-    `steps_per_epoch` Keras is given (None where the batches' length says it)."""
-
-    batches: Any
-    steps: int
-    point_spec: tuple
-    position: Any
-    keras_steps_per_epoch: int | None
 
 
 def train_step(model: Any, *args: Any) -> Any:
