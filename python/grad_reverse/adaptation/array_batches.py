@@ -49,10 +49,15 @@ class _Stream:
         return self._orders[number]
 
     def indices(self, batch_number: int) -> np.ndarray:
-        """The point indices of batch `batch_number`."""
-        positions = np.arange(batch_number * self.batch, (batch_number + 1) * self.batch)
-        passes, offsets = np.divmod(positions, self.length)
-        return np.array([self._order(int(p))[o] for p, o in zip(passes, offsets)])
+        """The point indices of batch `batch_number`: slices of the passes' orders it spans."""
+        start, end = batch_number * self.batch, (batch_number + 1) * self.batch
+        pieces = []
+        while start < end:  # one slice per pass the batch touches (a batch larger than the data: several)
+            number, offset = divmod(start, self.length)
+            taken = min(end - start, self.length - offset)
+            pieces.append(self._order(number)[offset : offset + taken])
+            start += taken
+        return pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
 
 
 class PairedBatches(keras.utils.PyDataset):
