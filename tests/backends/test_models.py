@@ -177,3 +177,25 @@ def test_a_label_head_of_several_sigmoid_units_is_refused_before_any_step(method
         model.fit(moons.x_source, moons.y_source, target=moons.x_target, batch_size=8, verbose=0)
     for a, b in zip(before, model.feature_extractor.get_weights()):
         np.testing.assert_array_equal(a, b)
+
+
+def test_fit_takes_a_pydataset_of_ready_batches():
+    """A user's own batches: a keras.utils.PyDataset of ((x_source, x_target), y_source)."""
+    moons = make_domains(seed=0, n_per_class=40)
+
+    class Batches(keras.utils.PyDataset):
+        def __len__(self):
+            return 4
+
+        def __getitem__(self, index):
+            rows = slice(8 * index, 8 * index + 8)
+            return (moons.x_source[rows], moons.x_target[rows]), moons.y_source[rows]
+
+    keras.utils.set_random_seed(0)
+    model = MAKERS["dann"]()
+    model.compile(keras.optimizers.Adam(0.01), "binary_crossentropy")
+    history = model.fit(Batches(), epochs=2, verbose=0)
+    assert len(history.history["lambda"]) == 2 and history.history["lambda"][-1] > 0.9
+    assert int(model.optimizer.iterations.numpy()) == 8
+    with pytest.raises(ValueError, match="batch_size applies to arrays"):
+        model.fit(Batches(), batch_size=8, verbose=0)
