@@ -53,16 +53,13 @@ class _KerasTwoOps:
             "matmul": tf.matmul,
             "log_softmax": lambda x, axis=-1: tf.nn.log_softmax(x, axis=axis),
             "log_sigmoid": tf.math.log_sigmoid,
-            "greater": tf.greater,
             "equal": tf.equal,
             "shape": lambda x: tuple(d if d is not None else tf.shape(x)[i] for i, d in enumerate(x.shape)),
             "zeros": lambda shape, dtype="float32": tf.zeros(shape, dtype),
             "ones": lambda shape, dtype="float32": tf.ones(shape, dtype),
             "expand_dims": tf.expand_dims,
-            "squeeze": tf.squeeze,
             "convert_to_tensor": lambda x, dtype=None: tf.convert_to_tensor(x, dtype=dtype),
             "power": tf.pow,
-            "where": tf.where,
         }
         if name not in names:
             raise AttributeError(f"the Keras 2 stand-in for keras.ops has no {name!r}")
@@ -140,8 +137,3 @@ def rank(shape: Any) -> int | None:
         return len(shape)
     except (TypeError, ValueError):
         return None
-
-
-def static_size(dimension: Any) -> int | None:
-    """A dimension as an int, None when it is not known before the step runs."""
-    return dimension if isinstance(dimension, int) else getattr(dimension, "value", None)

@@ -59,8 +59,3 @@ def portable(config: Any) -> Any:
 
 def deserialize(config: Any) -> Any:
     return keras.saving.deserialize_keras_object(config)
-
-
-def value_of(variable: Any) -> Any:
-    """A variable's value as numpy, on any backend (a tf.Variable or a keras.Variable)."""
-    return variable.numpy()

@@ -46,7 +46,6 @@ from typing import Any
 import numpy as np
 
 from grad_reverse._keras import KERAS_3, keras
-from grad_reverse.adaptation import keras_compat
 
 # Frames of these packages lie between the user's `fit` call and the callback that warns.
 _LIBRARY_MODULES = ("grad_reverse", "keras", "tf_keras", "tensorflow", "absl")
@@ -135,6 +134,9 @@ class StartFollowsKeras(keras.callbacks.Callback):
         super().__init__()
         self.steps_per_epoch = int(steps_per_epoch)
         self.position = position
+        # `PairedBatches` (JAX, PyTorch) is told every epoch's first batch number; a tf.data
+        # position variable, once, where the fit starts.
+        self._by_epoch = getattr(position, "follows_epochs", False)
         self.plan = FitPlan(int(epochs), int(steps_per_epoch))
         self._placed = False
         self._epoch = 0
@@ -148,7 +150,7 @@ class StartFollowsKeras(keras.callbacks.Callback):
 
     def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
         self._epoch = int(epoch)
-        if getattr(self.position, "follows_epochs", False):  # drawn by number, from each epoch's start
+        if self._by_epoch:  # drawn by number, from each epoch's start
             self.position.assign(self._epoch * self.steps_per_epoch)
 
     def on_train_batch_begin(self, batch: int, logs: dict | None = None) -> None:
@@ -161,18 +163,18 @@ class StartFollowsKeras(keras.callbacks.Callback):
         model = self.model
         per_epoch = (
             self.steps_per_epoch  # batches of a known length: Keras runs that many
-            if getattr(self.position, "follows_epochs", False)
+            if self._by_epoch
             else steps_run_per_epoch(self.steps_per_epoch, model_steps_per_execution(model))
         )
         start = self._epoch * per_epoch + int(batch)
         model._schedule.step.assign(start)
-        if self.position is not None and not getattr(self.position, "follows_epochs", False):
+        if self.position is not None and not self._by_epoch:
             self.position.assign(start)
         self._warn_where_inexact(model, self._epoch, start)
 
     def _warn_where_inexact(self, model: Any, epoch: int, start: int) -> None:
         method = model.METHOD
-        iterations = int(np.asarray(keras_compat.value_of(model.optimizer.iterations))) if model.optimizer else 0
+        iterations = int(model.optimizer.iterations.numpy()) if model.optimizer is not None else 0
         first_fit = not getattr(model, "_has_fit", False)
         model._has_fit = True
         restored_plan = getattr(model, "_restored_plan", None)
