@@ -4,7 +4,7 @@ pick. The numbers behind docs/dann.md's reverse-validation table.
 
     python experiments/accuracy/dann_reverse_validation_moons.py [--seeds 0-4] [--grid 0.1,0.3,1,3,6] [--steps 1500]
 
-Per seed and lambda_max: `grad_reverse.adaptation.reverse_validation` of the
+Per seed and lambda_max: `grad_reverse.adaptation.validation.reverse_validation` of the
 demo's DANN (15 sigmoid units, Adam 0.01 with EMA weights, batches of 150
 source + 150 target points, the paper's ramp) with 10 % of each domain held
 out and hard pseudo-labels; its reverse risk (the reverse model's loss on

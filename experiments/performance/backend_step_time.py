@@ -431,7 +431,7 @@ def batch_drawing(case: dict, calls: int = 300) -> tuple:
     """Microseconds per batch, median of `calls`: DANN.fit's batch drawing
     (`array_batches.PairedBatches.batch`, what Keras' PyDataset adapter calls every step)
     and the hand-written loop's (`Batches.next`)."""
-    from grad_reverse.adaptation.array_batches import PairedBatches
+    from grad_reverse.adaptation.training.array_batches import PairedBatches
 
     k = case["batch_size"] // 2
     paired = PairedBatches(case["x_source"], case["y_source"], case["x_target"], (k, k), calls, True, 0)

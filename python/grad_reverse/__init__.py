@@ -9,7 +9,7 @@ That is when Keras runs on TensorFlow. When it runs on JAX or PyTorch
 `GradReverse` layer, on a custom gradient native to that backend
 (`backend_layer`), the models `DANN`, `CDAN` and `MDD` (their objective is
 written in `keras.ops`, their step in each backend's own way:
-`adaptation/train_steps.py`) and the schedules; the names that are the native
+`adaptation/training/steps.py`) and the schedules; the names that are the native
 op's (`grad_reverse`, `BUILD_INFO`, `SUPPORTED_DTYPES`, `serving`, `reference`)
 raise an ImportError that says they need the TensorFlow backend.
 

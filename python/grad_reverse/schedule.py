@@ -166,7 +166,7 @@ class ScheduleState:
     of the model (not saved, not in `get_weights()`), and `fit` sets them.
     On TensorFlow they are tf.Variables that move once per step under
     tf.distribute; on JAX and PyTorch keras.Variables (int32: JAX's integers
-    without x64), which JAX's step carries (`jax_step.StateCarrier`).
+    without x64), which JAX's step carries (`training.jax.StateCarrier`).
     """
 
     def __init__(self) -> None:

@@ -136,7 +136,7 @@ ADAPTATION_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         name="dann-part-scale-ignored",
         promise="a part's learning-rate scale multiplies the model's learning rate",
-        file="adaptation/optimizers.py",
+        file="adaptation/training/optimizers.py",
         edits=(
             (
                 '        config["learning_rate"] = float(learning_rate) * scale',
@@ -176,7 +176,7 @@ ADAPTATION_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         name="reverse-validation-picks-the-worst",
         promise="select_by_reverse_validation picks the lowest reverse risk",
-        file="adaptation/reverse_validation.py",
+        file="adaptation/validation/reverse_validation.py",
         edits=(
             (
                 "    return min(results, key=lambda c: results[c].risk), results",
@@ -191,7 +191,7 @@ ADAPTATION_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         name="reverse-validation-flips-the-pseudo-labels",
         promise="the reverse model learns the forward model's labeling of the target",
-        file="adaptation/reverse_validation.py",
+        file="adaptation/validation/reverse_validation.py",
         edits=(
             (
                 "    reverse = _trained(make_model, seed, x_t, labels, x_s, fit_kwargs)",
@@ -316,7 +316,7 @@ ADAPTATION_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         name="mixed-precision-loss-not-scaled",
         promise="under mixed_float16 every method's step scales the loss (Keras 3), so the step is not shrunk",
-        file="adaptation/tf_step.py",
+        file="adaptation/training/tensorflow.py",
         edits=(("    return model.optimizer.scale_loss(loss) if KERAS_3 else loss", "    return loss"),),
         tests=(
             T
@@ -360,7 +360,7 @@ ADAPTATION_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         name="ramp-restarts-on-resume",
         promise="a fit resumed by BackupAndRestore continues the lambda ramp at the epoch Keras restores",
-        file="adaptation/resume.py",
+        file="adaptation/training/resume.py",
         edits=(("        model._schedule.step.assign(start)\n", ""),),
         tests=(
             T + "adaptation/test_preemption.py::"
@@ -370,7 +370,7 @@ ADAPTATION_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         name="batches-restart-on-resume",
         promise="a fit resumed by BackupAndRestore draws the batches the uninterrupted fit would draw",
-        file="adaptation/resume.py",
+        file="adaptation/training/resume.py",
         edits=(("            self.position.assign(start)\n", "            pass\n"),),
         tests=(
             T + "adaptation/test_preemption.py::"
@@ -380,7 +380,7 @@ ADAPTATION_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         name="validator-sign-flipped",
         promise="every validator scores higher for better: DEV is its risk negated",
-        file="adaptation/validators.py",
+        file="adaptation/validation/validators.py",
         edits=(
             (
                 "        return -scores.deep_embedded_risk(weights, losses)\n",
@@ -392,7 +392,7 @@ ADAPTATION_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         name="dev-control-variate-dropped",
         promise="DEV's risk uses the importance weights as a control variate (You et al. 2019)",
-        file="adaptation/validation_scores.py",
+        file="adaptation/validation/scores.py",
         edits=(
             (
                 "    return float(np.mean(weighted) + eta * np.mean(weights) - eta)\n",
@@ -404,7 +404,7 @@ ADAPTATION_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         name="snd-temperature-ignored",
         promise="SoftNeighborhoodDensity scores at the temperature it is given",
-        file="adaptation/validators.py",
+        file="adaptation/validation/validators.py",
         edits=(
             (
                 "scores.soft_neighborhood_density(points, self.temperature)",
@@ -416,7 +416,7 @@ ADAPTATION_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         name="selection-leaves-out-the-plain-network",
         promise="select_without_labels chooses among all candidates, the plain network included (don't adapt)",
-        file="adaptation/selection.py",
+        file="adaptation/validation/selection.py",
         edits=(
             (
                 "    best = plain\n    for name in candidates:\n",

@@ -291,7 +291,7 @@ def test_one_cdan_step_reads_its_method_file_the_shared_base_and_tensorflows_ste
         "adaptation/domain_head.py",
         "adaptation/model.py",
         "adaptation/networks.py",
-        "adaptation/train_steps.py",  # which backend's step
-        "adaptation/tf_step.py",  # the tape: TensorFlow's gradients
+        "adaptation/training/steps.py",  # which backend's step
+        "adaptation/training/tensorflow.py",  # the tape: TensorFlow's gradients
     }, sorted(called)
     assert "schedule.py" in called and "ops.py" in called and "backend_ops.py" in called, sorted(called)

@@ -11,7 +11,8 @@ import pytest
 import tensorflow as tf
 
 from grad_reverse._keras import keras
-from grad_reverse.adaptation import DANN, DANNLearningRateSchedule, keras_compat
+from grad_reverse.adaptation import DANN, DANNLearningRateSchedule
+from grad_reverse.adaptation.training import keras_compat
 from grad_reverse.schedule import dann_lambda
 from helpers.models import REVERSAL_MODELS, RecordW, compile_reversal, dann, domains, ones, parts, reversal_dann
 from helpers.tensors import ramp

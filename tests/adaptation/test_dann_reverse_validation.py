@@ -1,4 +1,4 @@
-"""Reverse validation (`grad_reverse.adaptation.reverse_validation`, Ganin et al.
+"""Reverse validation (`grad_reverse.adaptation.validation.reverse_validation`, Ganin et al.
 2016, §5.1.2): a configuration that cannot learn the source task scores a
 worse reverse risk than one that can, the selection picks the one that can,
 the splits follow the seed and hold out what they say, and bad arguments are
@@ -9,7 +9,7 @@ import pytest
 
 from grad_reverse._keras import keras
 from grad_reverse.adaptation import ReverseValidation, reverse_validation, select_by_reverse_validation
-from grad_reverse.adaptation.reverse_validation import split_indices
+from grad_reverse.adaptation.validation.reverse_validation import split_indices
 from helpers.models import dann, domains
 
 FIT = {"batch_size": 32, "epochs": 8}

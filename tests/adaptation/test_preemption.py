@@ -173,7 +173,7 @@ def test_a_second_fit_in_the_same_process_does_not_warn(recwarn):
 def test_batches_from_a_position_are_the_uninterrupted_pipelines_from_there():
     import tensorflow as tf
 
-    from grad_reverse.adaptation.batches import from_position
+    from grad_reverse.adaptation.training.batches import from_position
 
     x_source, y_source, x_target = domains()
 

@@ -17,7 +17,7 @@ from sklearn.linear_model import LogisticRegression  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
 from sklearn.utils import check_random_state  # noqa: E402
 
-from grad_reverse.adaptation import validation_scores as scores  # noqa: E402
+from grad_reverse.adaptation.validation import scores  # noqa: E402
 
 FEATURES, CLASSES, N_SOURCE, N_TARGET = 5, 3, 60, 45
 

@@ -1,4 +1,4 @@
-"""The validators (grad_reverse.adaptation.validators): each score against
+"""The validators (grad_reverse.adaptation.validation.validators): each score against
 values computed by hand on tiny inputs, the outputs read from every kind of
 label head, and the errors for bad input. Peers: test_validator_peers.py;
 the callback and the selection: test_validator_selection.py."""
@@ -18,7 +18,7 @@ from grad_reverse.adaptation import (
     SoftNeighborhoodDensity,
     SourceAccuracy,
 )
-from grad_reverse.adaptation import validation_scores as scores
+from grad_reverse.adaptation.validation import scores
 from helpers.models import domains, parts
 
 
@@ -105,7 +105,7 @@ def test_importance_weights_are_one_where_the_domains_cannot_be_told_apart():
 
 
 def _outputs(target, source=None, labels=None):
-    from grad_reverse.adaptation.validators import Outputs
+    from grad_reverse.adaptation.validation.validators import Outputs
 
     target = np.asarray(target, float)
     source = target if source is None else np.asarray(source, float)

@@ -3,7 +3,7 @@ TensorFlow (tests/adaptation/test_preemption.py): a fit killed (`os._exit`) and
 resumed in a new process ends with the uninterrupted fit's lambda at every step
 and its final weights bit for bit. The batches come from `array_batches`
 (no tf.data), the ramp's counter rides through JAX's compiled step
-(`jax_step.StateCarrier`), and both follow the epoch Keras resumes at."""
+(`training.jax.StateCarrier`), and both follow the epoch Keras resumes at."""
 
 from __future__ import annotations
 

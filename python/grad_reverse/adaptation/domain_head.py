@@ -161,7 +161,7 @@ class DomainHeadModel(AdversarialModel):
           part_optimizers: `{"feature_extractor": ..., "domain_head": ...}`
             (either or both): the part's own optimizer, or a number: the
             model's optimizer at that multiple of its learning rate (see
-            `grad_reverse.adaptation.optimizers`). The label head, and any part
+            `grad_reverse.adaptation.training.optimizers`). The label head, and any part
             not named, train with `optimizer`.
         """
         super().compile(

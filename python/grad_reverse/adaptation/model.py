@@ -22,15 +22,15 @@ from __future__ import annotations
 from typing import Any
 
 from grad_reverse._keras import KERAS_3, keras
-from grad_reverse.adaptation import keras_compat, train_steps
+from grad_reverse.adaptation.training import keras_compat, steps as train_steps
 from grad_reverse.adaptation.networks import (
     build_adversary_on,
     build_on_one_point,
     build_unbuilt_parts,
     remember_points,
 )
-from grad_reverse.adaptation.optimizers import build_every_optimizer, make_part_optimizers, optimizer_groups
-from grad_reverse.adaptation.resume import StartFollowsKeras, load_plan, save_plan
+from grad_reverse.adaptation.training.optimizers import build_every_optimizer, make_part_optimizers, optimizer_groups
+from grad_reverse.adaptation.training.resume import StartFollowsKeras, load_plan, save_plan
 from grad_reverse.backend_ops import ops, replicas_in_sync
 from grad_reverse.schedule import ScheduleState, check_schedule, finite, scheduled_lambda, whole
 
@@ -117,7 +117,7 @@ class AdversarialModel(keras.Model):
         """Keras' `compile` for the label task, the per-part optimizers, then the method's arguments.
 
         `part_optimizers`: `{part: optimizer or learning-rate scale}` for
-        the parts in `OWN_OPTIMIZER_PARTS` (see `grad_reverse.adaptation.optimizers`).
+        the parts in `OWN_OPTIMIZER_PARTS` (see `grad_reverse.adaptation.training.optimizers`).
         """
         method_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in self._method_compile_keys()}
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)

@@ -1,6 +1,6 @@
 """What the demo's user would see without target labels: the default
 validator's score of each trained model beside its real target accuracy,
-and the method the validator would pick (`grad_reverse.adaptation.validators`).
+and the method the validator would pick (`grad_reverse.adaptation.validation.validators`).
 
 Each model is scored on held-out source points no model trained on (a fresh
 draw of a generated problem's source distribution; the test set's grey images
@@ -30,7 +30,7 @@ def _sample(seed: int, *arrays: np.ndarray) -> tuple:
 
 def score(model: Any, x_source: np.ndarray, y_source: np.ndarray, x_target: np.ndarray, seed: int) -> float:
     """The default validator's score of `model` (higher is better)."""
-    from grad_reverse.adaptation.validators import DEFAULT_VALIDATOR, validator
+    from grad_reverse.adaptation.validation.validators import DEFAULT_VALIDATOR, validator
 
     x_source, y_source = _sample(seed, x_source, y_source)
     (x_target,) = _sample(seed + 1, x_target)
@@ -54,7 +54,7 @@ def picks(scores: dict, accuracy: dict) -> list:
 
 def summary(scores: dict, accuracy: dict) -> str:
     """The lines the demo prints under its table."""
-    from grad_reverse.adaptation.validators import DEFAULT_VALIDATOR
+    from grad_reverse.adaptation.validation.validators import DEFAULT_VALIDATOR
 
     chosen = picks(scores, accuracy)
     lines = [

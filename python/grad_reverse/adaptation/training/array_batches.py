@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from grad_reverse._keras import keras
-from grad_reverse.adaptation.batch_rules import (
+from grad_reverse.adaptation.training.batch_rules import (
     DEFAULT_BATCH_SIZE,
     FitData,
     check_fit_arguments,

@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from grad_reverse.adaptation.validators import DEFAULT_VALIDATOR, score_all, validator
+from grad_reverse.adaptation.validation.validators import DEFAULT_VALIDATOR, score_all, validator
 
 
 @dataclasses.dataclass

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from grad_reverse._keras import keras
-from grad_reverse.adaptation import keras_compat
+from grad_reverse.adaptation.training import keras_compat
 from grad_reverse.backend_ops import strategy_scope
 from grad_reverse.schedule import ScaledLearningRate
 

@@ -12,7 +12,7 @@ The model may be a `DANN`, `CDAN` or `MDD` (features: its feature
 extractor's output) or any Keras classifier (features: its class probabilities). Its
 label head must end in a softmax, one sigmoid unit, or a linear layer
 (logits): the validators work on class probabilities. The arithmetic is
-numpy on the model's `predict` outputs (`validation_scores`), so it runs on
+numpy on the model's `predict` outputs (`validation.scores`), so it runs on
 every Keras backend.
 
 Which validator to trust is a measured question, not a theoretical one:
@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from grad_reverse.adaptation import validation_scores as scores
+from grad_reverse.adaptation.validation import scores
 from grad_reverse.adaptation.heads import activation_name
 
 PREDICT_BATCH = 1024

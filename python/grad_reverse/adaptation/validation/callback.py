@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from grad_reverse._keras import keras
-from grad_reverse.adaptation.validators import Validator, model_outputs, score_all, validator
+from grad_reverse.adaptation.validation.validators import Validator, model_outputs, score_all, validator
 
 
 class ValidatorCallback(keras.callbacks.Callback):

@@ -1,8 +1,8 @@
 """Where the backends differ in training an adversarial model, and nowhere else:
 
-* how the objective's gradients are taken and the step is run: `tf_step`
-  (a GradientTape), `jax_step` (Keras' stateless step: `jax.value_and_grad`
-  over the variables' values), `torch_step` (autograd's `backward()`);
+* how the objective's gradients are taken and the step is run: `training.tensorflow`
+  (a GradientTape), `training.jax` (Keras' stateless step: `jax.value_and_grad`
+  over the variables' values), `training.torch` (autograd's `backward()`);
 * how `fit`'s batches are drawn: `tf.data` on TensorFlow (`batches`), a
   seeded `keras.utils.PyDataset` elsewhere (`array_batches`).
 
@@ -16,18 +16,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from grad_reverse.adaptation.batch_rules import FitData
+from grad_reverse.adaptation.training.batch_rules import FitData
 from grad_reverse.backend_ops import BACKEND, ON_TENSORFLOW
 
 
 def train_step(model: Any, *args: Any) -> Any:
     """The model's training step on this backend (`args`: `(data,)`, or on JAX `(state, data)`)."""
     if ON_TENSORFLOW:
-        from grad_reverse.adaptation import tf_step as step
+        from grad_reverse.adaptation.training import tensorflow as step
     elif BACKEND == "jax":
-        from grad_reverse.adaptation import jax_step as step
+        from grad_reverse.adaptation.training import jax as step
     elif BACKEND == "torch":
-        from grad_reverse.adaptation import torch_step as step
+        from grad_reverse.adaptation.training import torch as step
     else:
         raise RuntimeError(
             f"{model.METHOD} trains on Keras' tensorflow, jax and torch backends; this process runs {BACKEND!r}"
@@ -36,11 +36,11 @@ def train_step(model: Any, *args: Any) -> Any:
 
 
 def state_carrier(model: Any) -> list:
-    """On JAX, `[jax_step.StateCarrier]`: the schedule's counter and the parts' own optimizers ride
+    """On JAX, `[training.jax.StateCarrier]`: the schedule's counter and the parts' own optimizers ride
     among the metrics' variables, the state Keras passes through its compiled step. Elsewhere `[]`."""
     if BACKEND != "jax":
         return []
-    from grad_reverse.adaptation.jax_step import carrier_of
+    from grad_reverse.adaptation.training.jax import carrier_of
 
     return [carrier_of(model)]
 
@@ -48,7 +48,7 @@ def state_carrier(model: Any) -> list:
 def fit_data(method: str, *args: Any) -> FitData:
     """`fit`'s batches (see `batches.fit_data`, `array_batches.fit_data`, which take the same arguments)."""
     if ON_TENSORFLOW:
-        from grad_reverse.adaptation.batches import fit_data as make
+        from grad_reverse.adaptation.training.batches import fit_data as make
     else:
-        from grad_reverse.adaptation.array_batches import fit_data as make
+        from grad_reverse.adaptation.training.array_batches import fit_data as make
     return make(method, *args)

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from grad_reverse.adaptation.batch_rules import (
+from grad_reverse.adaptation.training.batch_rules import (
     DEFAULT_BATCH_SIZE,
     FitData,
     check_fit_arguments,

@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 
 from grad_reverse._keras import keras
-from grad_reverse.adaptation import validation_scores as scores
-from grad_reverse.adaptation.validators import Validator, model_outputs
+from grad_reverse.adaptation.validation import scores
+from grad_reverse.adaptation.validation.validators import Validator, model_outputs
 
 
 @dataclasses.dataclass

@@ -1,0 +1,16 @@
+"""Choosing a trained model without target labels: the scores, the validators
+that compute them from a model's predictions, the callback that writes them
+into the epoch's logs, the selection among candidates, and the paper's
+reverse validation.
+
+* `scores`: the numbers themselves, in numpy, on arrays of probabilities and
+  features (no model, no backend);
+* `validators`: each score as a callable on a model and its data
+  (`validator(model, x_source, y_source, x_target, from_logits=...)`), the
+  model read through its feature extractor and label head only;
+* `callback`: `ValidatorCallback`, the scores in the epoch's logs for
+  `ModelCheckpoint`, `EarlyStopping` and KerasTuner;
+* `selection`: `select_without_labels`, the plain network always a candidate;
+* `reverse_validation`: Ganin et al.'s reverse validation (§5.1.2), which
+  trains a model per score.
+"""
