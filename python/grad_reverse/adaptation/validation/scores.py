@@ -173,3 +173,46 @@ def deep_embedded_risk(weights: np.ndarray, losses: np.ndarray) -> float:
 def cross_entropy(p: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """Each point's cross-entropy loss in nats."""
     return -np.log(np.clip(p[np.arange(len(labels)), labels], TINY, 1.0))
+
+
+def ensemble_agreement(pool: list) -> np.ndarray:
+    """EnsV (Hu et al., NeurIPS 2024): each candidate's agreement with the pool's
+    ensemble. The candidates' target probabilities (each [n, classes], the same
+    points in the same order) are averaged; the average's most probable class
+    is each point's pseudo-label; a candidate scores the share of points whose
+    most probable class is that pseudo-label. One score per candidate, in the
+    pool's order. (The ensemble is never worse than the pool's worst member in
+    expectation, so the highest-agreeing candidate is never the worst by
+    construction: the paper's certificate.)"""
+    stacked = np.stack([np.asarray(p, dtype=np.float64) for p in pool])
+    if stacked.ndim != 3:
+        raise ValueError(f"ensemble_agreement: the pool must be [candidates][points, classes], got {stacked.shape}")
+    pseudo = stacked.mean(axis=0).argmax(axis=1)
+    return np.mean(stacked.argmax(axis=2) == pseudo[None, :], axis=1)
+
+
+def mixed_sample_consistency(p: np.ndarray, mixed_p: np.ndarray, permutation: np.ndarray, ratio: float) -> float:
+    """MixVal (Hu et al., NeurIPS 2023), from a model's predictions: the target
+    points `x` and their mixtures `ratio * x + (1 - ratio) * x[permutation]`.
+
+    Each point's pseudo-label is its most probable class; a mixture's label is
+    that of the point it holds more of (`x`'s when ratio >= 0.5). Mixtures of
+    two points with the same pseudo-label (intra-cluster) and with different
+    ones (inter-cluster) are scored apart, each by the share whose prediction
+    is the mixture's label; the score is their mean (the one there is, when the
+    other set is empty)."""
+    labels = np.asarray(p).argmax(axis=1)
+    partner = labels[np.asarray(permutation)]
+    expected = labels if ratio >= 0.5 else partner
+    hit = np.asarray(mixed_p).argmax(axis=1) == expected
+    same = labels == partner
+    parts = [float(np.mean(hit[m])) for m in (same, ~same) if np.any(m)]
+    return float(np.mean(parts))
+
+
+def batch_nuclear_norm(p: np.ndarray) -> float:
+    """BNM (Cui et al., CVPR 2020) as pytorch-adapt scores it: the nuclear norm
+    (sum of singular values) of the [n, classes] target probabilities, divided
+    by n. High when predictions are confident and spread over many classes."""
+    p = np.asarray(p, dtype=np.float64)
+    return float(np.linalg.svd(p, compute_uv=False).sum() / len(p))
