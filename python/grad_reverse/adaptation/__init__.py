@@ -26,6 +26,7 @@ are `grad_reverse.schedule`'s.
 from grad_reverse.adaptation.cdan import CDAN
 from grad_reverse.adaptation.dann import DANN
 from grad_reverse.adaptation.mdd import MDD
+from grad_reverse.adaptation.validation.callback import ValidatorCallback
 from grad_reverse.adaptation.validation.reverse_validation import (
     ReverseValidation,
     ReverseValidator,
@@ -33,7 +34,6 @@ from grad_reverse.adaptation.validation.reverse_validation import (
     select_by_reverse_validation,
 )
 from grad_reverse.adaptation.validation.selection import Selection, select_without_labels
-from grad_reverse.adaptation.validation.callback import ValidatorCallback
 from grad_reverse.adaptation.validation.validators import (
     DEFAULT_VALIDATOR,
     VALIDATORS,

@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from grad_reverse.adaptation.validation import scores
 from grad_reverse.adaptation.heads import activation_name
+from grad_reverse.adaptation.validation import scores
 
 PREDICT_BATCH = 1024
 
