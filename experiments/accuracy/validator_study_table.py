@@ -1,21 +1,28 @@
-"""The validators' study's tables, from the JSON lines `validator_study.py` wrote:
+"""The validators' study's tables, from the files `validator_study.py` saved:
 
-    python experiments/accuracy/validator_study_table.py build-validators [--markdown]
+    python experiments/accuracy/validator_study_scores.py build-validators   # once: the one-model scores
+    python experiments/accuracy/validator_study_table.py build-validators [--choices] [--shifts a,b]
 
-Per shift and validator, over the seeds:
-Two pools: every checkpoint of every candidate (choosing the method, lambda
-and epoch), and each candidate's last checkpoint (the method and lambda).
+Per shift and way of choosing, over the seeds, two pools: each candidate's
+last checkpoint (the method and lambda: what `select_without_labels` is
+given), and every checkpoint of every candidate (the epoch too).
 
-* rank: Spearman's rank correlation of the score with the target accuracy,
-  over every checkpoint of every candidate of a seed (mean over seeds);
-* plain / chosen / oracle: mean target accuracy of the plain network (its
-  last checkpoint: what a user gets without adapting), of the checkpoint the
-  validator ranks first, and of the pool's best (the oracle: labels needed);
-* recovered: (chosen - plain) / (oracle - plain) of those means;
-* worse: on how many seeds the choice is below the plain network (> 1 point below).
+* one-model validators (`validator_study_scores.ONE_MODEL`): the pool's
+  highest score; a tie goes to the plain network, then the later checkpoint;
+* `ensv`: EnsV over the whole pool (each checkpoint's agreement with the
+  pool's averaged target predictions);
+* `rule`: the package's default (`grad_reverse.adaptation.validation.rule`:
+  the held-out source gate, then EnsV among the gated), on the saved outputs;
+* `gated_<v>`: the same gate, then validator `v` among the gated (considered
+  while choosing the rule).
 
-`reverse` scores the last checkpoints only (it trains a model per score);
-its choice is among those.
+Columns: rank corr. (Spearman, score vs target accuracy over a seed's pool,
+mean over seeds; one-model validators only); plain (the plain network's last
+checkpoint); chosen; oracle (the pool's best: labels needed); ceiling (the
+plain network trained on half the target's labels, tested on the other
+half); recovered = (chosen - plain) / (oracle - plain) of the means; worst =
+on how many seeds the choice was the pool's worst checkpoint; worse = on how
+many seeds the choice is below the plain network (> 1 point below).
 """
 
 from __future__ import annotations
@@ -25,73 +32,146 @@ import glob
 import json
 import os
 from collections import defaultdict
+from functools import lru_cache
 
 import numpy as np
 from scipy.stats import spearmanr
+from validator_study_scores import ONE_MODEL
 
-VALIDATORS = ("source_accuracy", "entropy", "im", "snd", "dev", "source_and_alignment", "reverse")
+from grad_reverse.adaptation.validation import rule, scores
+
 POINT = 0.01
+GATED = ("entropy", "im", "snd", "dev", "source_and_alignment", "bnm", "mixval", "borda")
+BORDA = ("ensv", "mixval", "im", "source_and_alignment")
 
 
-def load(folder: str) -> dict:
-    """`{shift: {seed: [rows]}}`."""
+def load(folder: str) -> tuple[dict, dict]:
+    """`({shift: {seed: [rows]}}, {shift: {seed: ceiling}})`, each row with its cached scores."""
     runs: dict = defaultdict(lambda: defaultdict(list))
+    ceilings: dict = defaultdict(dict)
+    cached: dict = {}
+    for path in glob.glob(os.path.join(folder, "scores", "*.jsonl")):
+        with open(path) as f:
+            cached.update({r["outputs"]: r for r in map(json.loads, f)})
     for path in sorted(glob.glob(os.path.join(folder, "*.jsonl"))):
         with open(path) as f:
-            for line in f:
-                row = json.loads(line)
+            for row in map(json.loads, f):
+                if row["candidate"] == "target_trained":
+                    ceilings[row["shift"]][row["seed"]] = row["target_accuracy"]
+                    continue
+                row.update(cached.get(row.get("outputs"), {}))
+                row["folder"] = folder
                 runs[row["shift"]][row["seed"]].append(row)
-    return runs
+    return runs, ceilings
+
+
+@lru_cache(maxsize=4096)
+def target_probabilities(folder: str, rel: str) -> np.ndarray:
+    with np.load(os.path.join(folder, rel)) as f:
+        return f["target_probabilities"].astype(np.float64)
 
 
 def last_epoch(rows: list) -> int:
     return max(r["epoch"] for r in rows)
 
 
-def choose(rows: list, key: str) -> dict:
-    """The row `key` ranks first; a tie goes to the plain network, then to the later checkpoint."""
-    scored = [r for r in rows if key in r]
-    best = max(r[key] for r in scored)
-    tied = [r for r in scored if r[key] == best]
+def pool_of(rows: list, last_only: bool) -> list:
+    return [r for r in rows if not last_only or r["epoch"] == last_epoch(rows)]
+
+
+def plain_row(rows: list) -> dict:
+    return next(r for r in rows if r["candidate"] == "plain" and r["epoch"] == last_epoch(rows))
+
+
+def key(r: dict) -> str:
+    return f"{r['candidate']}/e{r['epoch']}"
+
+
+def by_score(pool: list, values: dict) -> dict:
+    """The row with the highest value; a tie goes to the plain network, then the later checkpoint."""
+    best = max(values[key(r)] for r in pool if not np.isnan(values[key(r)]))
+    tied = [r for r in pool if values[key(r)] == best]
     return min(tied, key=lambda r: (r["candidate"] != "plain", -r["epoch"]))
 
 
-def seed_result(rows: list, validator: str, last_only: bool = False) -> dict | None:
-    """One seed's figures; `last_only`: the candidates' last checkpoints are the pool."""
-    key = f"val_{validator}"
-    scored = [r for r in rows if key in r and (not last_only or r["epoch"] == last_epoch(rows))]
-    if not scored:
-        return None
-    plain = next(r for r in rows if r["candidate"] == "plain" and r["epoch"] == last_epoch(rows))
-    scores = [r[key] for r in scored]
-    accuracies = [r["target_accuracy"] for r in scored]
-    rank = spearmanr(scores, accuracies).statistic if len(set(scores)) > 1 else float("nan")
+def gate(pool: list, plain: dict) -> list:
+    floor = plain["val_source_accuracy"] - rule.gate_margin(plain["val_source_accuracy"], plain["n_source"])
+    return [r for r in pool if r is plain or r["val_source_accuracy"] >= floor]
+
+
+def choose(pool: list, plain: dict, how: str) -> tuple[dict, dict | None]:
+    """`(chosen row, {key: score} or None)`."""
+    if how in ONE_MODEL:
+        values = {key(r): r[f"val_{how}"] for r in pool}
+        return by_score(pool, values), values
+    if how == "ensv":
+        agreement = scores.ensemble_agreement([target_probabilities(r["folder"], r["outputs"]) for r in pool])
+        values = dict(zip(map(key, pool), agreement))
+        return by_score(pool, values), values
+    if how == "rule":
+        names = {key(r): r for r in pool}
+        chosen, _ = rule.choose(
+            {k: r["val_source_accuracy"] for k, r in names.items()},
+            {k: target_probabilities(r["folder"], r["outputs"]) for k, r in names.items()},
+            plain["n_source"],
+            key(plain),
+        )
+        return names[chosen], None
+    if how == "borda":  # the mean rank of several scores (0: the best)
+        ranks = []
+        for part in BORDA:
+            _, values = choose(pool, plain, part)
+            order = sorted(pool, key=lambda r: -values[key(r)])
+            ranks.append({key(r): i for i, r in enumerate(order)})
+        values = {key(r): -float(np.mean([rk[key(r)] for rk in ranks])) for r in pool}
+        return by_score(pool, values), values
+    if how.startswith("gated_"):
+        inner = gate(pool, plain)
+        chosen, values = choose(inner, plain, how[len("gated_") :])
+        return chosen, None
+    raise ValueError(how)
+
+
+def seed_result(rows: list, how: str, last_only: bool) -> dict:
+    pool = pool_of(rows, last_only)
+    plain = plain_row(rows)
+    if plain not in pool:
+        pool = pool + [plain]
+    chosen, values = choose(pool, plain, how)
+    accuracies = [r["target_accuracy"] for r in pool]
+    rank = float("nan")
+    if values is not None and len(set(values.values())) > 1:
+        rank = spearmanr([values[key(r)] for r in pool], accuracies).statistic
     return {
         "rank": rank,
         "plain": plain["target_accuracy"],
-        "chosen": choose(scored, key)["target_accuracy"],
-        "chosen_name": f"{choose(scored, key)['candidate']}/e{choose(scored, key)['epoch']}",
-        "oracle": max(r["target_accuracy"] for r in scored),
+        "chosen": chosen["target_accuracy"],
+        "chosen_name": key(chosen),
+        "oracle": max(accuracies),
+        "worst": chosen["target_accuracy"] == min(accuracies),
     }
 
 
-def shift_rows(seeds: dict, last_only: bool = False) -> list:
-    """One summary per validator of one shift."""
+def ways() -> list:
+    return list(ONE_MODEL) + ["ensv"] + [f"gated_{v}" for v in GATED] + ["rule"]
+
+
+def shift_rows(seeds: dict, ceilings: dict, last_only: bool) -> list:
     out = []
-    for validator in VALIDATORS:
-        per_seed = [s for s in (seed_result(rows, validator, last_only) for rows in seeds.values()) if s]
-        if not per_seed:
-            continue
+    for how in ways():
+        per_seed = [seed_result(rows, how, last_only) for rows in seeds.values()]
         plain, chosen, oracle = (float(np.mean([s[k] for s in per_seed])) for k in ("plain", "chosen", "oracle"))
         out.append(
             {
-                "validator": validator,
+                "how": how,
                 "seeds": len(per_seed),
-                "rank": float(np.nanmean([s["rank"] for s in per_seed])),
+                "rank": float(np.nanmean([s["rank"] for s in per_seed])) if how in ONE_MODEL else float("nan"),
                 "plain": plain,
                 "chosen": chosen,
                 "oracle": oracle,
+                "ceiling": float(np.mean(list(ceilings.values()))) if ceilings else float("nan"),
                 "recovered": (chosen - plain) / (oracle - plain) if oracle > plain else float("nan"),
+                "worst": sum(s["worst"] for s in per_seed),
                 "worse": sum(s["chosen"] < s["plain"] for s in per_seed),
                 "worse_by_a_point": sum(s["chosen"] < s["plain"] - POINT for s in per_seed),
                 "choices": [s["chosen_name"] for s in per_seed],
@@ -100,66 +180,77 @@ def shift_rows(seeds: dict, last_only: bool = False) -> list:
     return out
 
 
-def table(runs: dict, last_only: bool = False) -> str:
+def goal(r: dict) -> bool:
+    return r["chosen"] >= r["plain"] - POINT and (
+        r["oracle"] <= r["plain"] or r["chosen"] - r["plain"] >= 0.5 * (r["oracle"] - r["plain"])
+    )
+
+
+def table(results: dict) -> str:
     lines = [
-        "| shift | validator | seeds | rank corr. | plain | chosen | oracle | recovered | worse than plain (by > 1 pt) |"
-        " goal |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| shift | choice | seeds | rank corr. | plain | chosen | oracle | ceiling | recovered | worst | "
+        "worse than plain (by > 1 pt) | goal |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for shift in sorted(runs):
-        for r in shift_rows(runs[shift], last_only):
-            goal = r["chosen"] >= r["plain"] - POINT and (
-                r["oracle"] <= r["plain"] or r["chosen"] - r["plain"] >= 0.5 * (r["oracle"] - r["plain"])
-            )
+    for shift, rows in results.items():
+        for r in rows:
+            rank = "" if np.isnan(r["rank"]) else f"{r['rank']:+.2f}"
             lines.append(
-                f"| {shift} | {r['validator']} | {r['seeds']} | {r['rank']:+.2f} | {r['plain']:.3f} | "
-                f"{r['chosen']:.3f} | {r['oracle']:.3f} | {r['recovered']:+.0%} | {r['worse']} ({r['worse_by_a_point']}) "
-                f"| {'met' if goal else 'not met'} |"
+                f"| {shift} | {r['how']} | {r['seeds']} | {rank} | {r['plain']:.3f} | {r['chosen']:.3f} | "
+                f"{r['oracle']:.3f} | {r['ceiling']:.3f} | {r['recovered']:+.0%} | {r['worst']} | "
+                f"{r['worse']} ({r['worse_by_a_point']}) | {'met' if goal(r) else 'not met'} |"
             )
     return "\n".join(lines)
 
 
-def summary(runs: dict, last_only: bool = False) -> str:
-    """Per validator, over the shifts: the worst mean (chosen - plain), on how many
-    shifts that is below -1 point, and the mean share of the oracle's gain recovered."""
-    by_validator: dict = defaultdict(list)
-    for shift in sorted(runs):
-        for r in shift_rows(runs[shift], last_only):
-            by_validator[r["validator"]].append(r)
+def summary(results: dict) -> str:
+    """Per way of choosing, over the shifts: the worst mean (chosen - plain), on
+    how many shifts that is below -1 point, the mean share of the oracle's gain
+    recovered, and how often a seed's choice was its pool's worst."""
+    by_how: dict = defaultdict(list)
+    for rows in results.values():
+        for r in rows:
+            by_how[r["how"]].append(r)
     lines = [
-        "| validator | shifts | worst (chosen - plain) | shifts more than 1 pt below plain | mean recovered |",
-        "|---|---|---|---|---|",
+        "| choice | shifts | worst (chosen - plain) | shifts > 1 pt below plain | mean recovered | "
+        "seeds choosing the pool's worst |",
+        "|---|---|---|---|---|---|",
     ]
-    for validator, rows in by_validator.items():
+    for how, rows in by_how.items():
         worst = min(r["chosen"] - r["plain"] for r in rows)
         below = sum(r["chosen"] < r["plain"] - POINT for r in rows)
         recovered = np.nanmean([r["recovered"] for r in rows])
-        lines.append(f"| {validator} | {len(rows)} | {worst:+.3f} | {below} | {recovered:+.0%} |")
+        worst_picks = sum(r["worst"] for r in rows)
+        seeds = sum(r["seeds"] for r in rows)
+        lines.append(f"| {how} | {len(rows)} | {worst:+.3f} | {below} | {recovered:+.0%} | {worst_picks} of {seeds} |")
     return "\n".join(lines)
 
 
-def choices(runs: dict, last_only: bool = False) -> str:
-    lines = ["| shift | validator | chosen checkpoint per seed |", "|---|---|---|"]
-    for shift in sorted(runs):
-        for r in shift_rows(runs[shift], last_only):
-            lines.append(f"| {shift} | {r['validator']} | {', '.join(r['choices'])} |")
+def choices(results: dict) -> str:
+    lines = ["| shift | choice | chosen checkpoint per seed |", "|---|---|---|"]
+    for shift, rows in results.items():
+        for r in rows:
+            lines.append(f"| {shift} | {r['how']} | {', '.join(r['choices'])} |")
     return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("folder")
-    parser.add_argument("--choices", action="store_true", help="also which checkpoint each validator chose")
+    parser.add_argument("--choices", action="store_true", help="also which checkpoint each way chose")
+    parser.add_argument("--shifts", help="comma-separated shifts (default: all in the folder)")
     args = parser.parse_args()
-    runs = load(args.folder)
-    for last_only, pool in ((False, "every checkpoint"), (True, "the last checkpoints")):
+    runs, ceilings = load(args.folder)
+    shifts = args.shifts.split(",") if args.shifts else sorted(runs)
+    for last_only, pool in ((True, "the last checkpoints"), (False, "every checkpoint")):
+        results = {s: shift_rows(runs[s], ceilings.get(s, {}), last_only) for s in shifts}
         print(f"### The pool: {pool} of every candidate\n")
-        print(table(runs, last_only))
+        print(summary(results))
         print()
-        print(summary(runs, last_only))
+        print(table(results))
         if args.choices:
             print()
-            print(choices(runs, last_only))
+            print(choices(results))
         print()
 
 

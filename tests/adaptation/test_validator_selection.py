@@ -9,7 +9,7 @@ from grad_reverse._keras import KERAS_3, keras
 from grad_reverse.adaptation import (
     CDAN,
     DANN,
-    DEFAULT_VALIDATOR,
+    DEFAULT_CHOICE,
     SoftNeighborhoodDensity,
     SourceAccuracy,
     ValidatorCallback,
@@ -149,8 +149,26 @@ def test_the_selection_refuses_candidates_without_the_plain_network(data):
 def test_the_selection_tables_every_validator_asked_for(data):
     x, y, x_val, y_val, x_target = data
     chosen = select_without_labels(_candidates(), x_val, y_val, x_target, also=("dev", "im", "source_accuracy"))
-    assert chosen.validator == DEFAULT_VALIDATOR == "source_accuracy"
-    assert all(set(row) == {"source_accuracy", "dev", "im"} for row in chosen.table.values())
+    assert chosen.validator == DEFAULT_CHOICE == "gated_ensv"
+    assert all(set(row) == {"source_accuracy", "gated", "gated_ensv", "dev", "im"} for row in chosen.table.values())
+    by_one = select_without_labels(_candidates(), x_val, y_val, x_target, validator_name="im", also=("dev",))
+    assert by_one.validator == "im" and all(set(row) == {"im", "dev"} for row in by_one.table.values())
+
+
+def test_the_selection_refuses_a_list_of_candidates(data):
+    x, y, x_val, y_val, x_target = data
+    with pytest.raises(TypeError, match=r"candidates must be a dict \{name: trained model\}.*got list"):
+        select_without_labels([_dann(plain=True), _dann()], x_val, y_val, x_target)
+
+
+def test_a_tie_between_adapted_candidates_goes_to_the_name_that_sorts_first_whatever_the_order(data):
+    x, y, x_val, y_val, x_target = data
+    models = _candidates()
+    by_model = {id(models["plain"]): 0.1, id(models["dann@1"]): 0.5, id(models["dann@3"]): 0.5}
+    for names in (["plain", "dann@1", "dann@3"], ["dann@3", "plain", "dann@1"]):
+        ordered = {n: models[n] for n in names}
+        chosen = select_without_labels(ordered, x_val, y_val, x_target, validator_name=_Fixed(by_model))
+        assert chosen.name == "dann@1", names
 
 
 @pytest.mark.claims

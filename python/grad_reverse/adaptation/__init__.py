@@ -33,7 +33,7 @@ from grad_reverse.adaptation.validation.reverse_validation import (
     reverse_validation,
     select_by_reverse_validation,
 )
-from grad_reverse.adaptation.validation.selection import Selection, select_without_labels
+from grad_reverse.adaptation.validation.selection import DEFAULT_CHOICE, Selection, select_without_labels
 from grad_reverse.adaptation.validation.validators import (
     DEFAULT_VALIDATOR,
     VALIDATORS,
@@ -57,6 +57,7 @@ __all__ = [
     "CDAN",
     "DANN",
     "MDD",
+    "DEFAULT_CHOICE",
     "DEFAULT_VALIDATOR",
     "VALIDATORS",
     "DANNLearningRateSchedule",

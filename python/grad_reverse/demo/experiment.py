@@ -108,10 +108,10 @@ def run(
             row[name] = {
                 "source": accuracy(model, domains.x_source, domains.y_source),
                 "target": accuracy(model, domains.x_target, domains.y_target),
-                "label_free_score": label_free.score(
-                    model, held_out.x_source, held_out.y_source, domains.x_target, seed
-                ),
             }
+        row["label_free_pick"] = label_free.choose(
+            {"source_only": source_only, "dann": dann}, held_out.x_source, held_out.y_source, domains.x_target, seed
+        )
         runs.append(row)
         say(
             f"[seed {seed}] accuracy      source  target\n"
@@ -130,8 +130,9 @@ def run(
     say(
         "\n"
         + label_free.summary(
-            {n: [r[n]["label_free_score"] for r in runs] for n in names},
+            [r["label_free_pick"] for r in runs],
             {n: [r[n]["target"] for r in runs] for n in names},
+            [r["seed"] for r in runs],
         )
     )
 

@@ -1,23 +1,22 @@
-"""What the demo's user would see without target labels: the default
-validator's score of each trained model beside its real target accuracy,
-and the method the validator would pick (`grad_reverse.adaptation.validation.validators`).
+"""What the demo's user would see without target labels: per seed, the model
+that `select_without_labels`' default rule picks among the seed's trained
+models, beside the target accuracy of each (which the rule cannot see).
 
-Each model is scored on held-out source points no model trained on (a fresh
-draw of a generated problem's source distribution; the test set's grey images
-for fashion-mnist-m) and on the unlabeled target points, at most `POINTS` of
-each (a seeded sample).
+Each seed's models are scored on held-out source points no model trained on
+(a fresh draw of a generated problem's source distribution; the test set's
+grey images for fashion-mnist-m) and on the unlabeled target points, at most
+`POINTS` of each (a seeded sample). The source-only network is the plain
+candidate, so "don't adapt" is always an answer.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 import numpy as np
 
 # Held-out source points of a generated problem: its source drawn again from this seed offset.
 HELD_OUT_SEED = 10_000
 POINTS = 2000
-PLAIN = "source_only"
+PLAIN = "source_only"  # the demo's name of the plain network
 
 
 def _sample(seed: int, *arrays: np.ndarray) -> tuple:
@@ -28,48 +27,35 @@ def _sample(seed: int, *arrays: np.ndarray) -> tuple:
     return tuple(a[keep] for a in arrays)
 
 
-def score(model: Any, x_source: np.ndarray, y_source: np.ndarray, x_target: np.ndarray, seed: int) -> float:
-    """The default validator's score of `model` (higher is better)."""
-    from grad_reverse.adaptation.validation.validators import DEFAULT_VALIDATOR, validator
+def choose(models: dict, x_source: np.ndarray, y_source: np.ndarray, x_target: np.ndarray, seed: int) -> str:
+    """The method `select_without_labels` (its default rule) picks among one
+    seed's trained `models` (`{method: model}`, the source-only network under `PLAIN`)."""
+    from grad_reverse.adaptation import select_without_labels
 
     x_source, y_source = _sample(seed, x_source, y_source)
     (x_target,) = _sample(seed + 1, x_target)
-    return validator(DEFAULT_VALIDATOR)(model, x_source, y_source, x_target)
+    return select_without_labels(models, x_source, y_source, x_target, plain=PLAIN).name
 
 
-def picks(scores: dict, accuracy: dict) -> list:
-    """Per seed, `(method the validator picks, its target accuracy)`: the highest
-    score, a tie going to source-only (the plain network) when it ran."""
-    methods = list(scores)
-    order = ([PLAIN] if PLAIN in methods else []) + [m for m in methods if m != PLAIN]
-    chosen = []
-    for i in range(len(next(iter(scores.values())))):
-        best = order[0]
-        for method in order[1:]:
-            if scores[method][i] > scores[best][i]:
-                best = method
-        chosen.append((best, accuracy[best][i]))
-    return chosen
+def summary(picks: list, accuracy: dict, seeds: list) -> str:
+    """The lines the demo prints under its table: `picks` holds each seed's
+    chosen method, `accuracy` each method's target accuracy per seed."""
+    from grad_reverse.adaptation.validation.selection import DEFAULT_CHOICE
 
-
-def summary(scores: dict, accuracy: dict) -> str:
-    """The lines the demo prints under its table."""
-    from grad_reverse.adaptation.validation.validators import DEFAULT_VALIDATOR
-
-    chosen = picks(scores, accuracy)
     lines = [
-        f"Without target labels: the {DEFAULT_VALIDATOR!r} validator's score (higher is better, mean over seeds) "
-        "beside the target accuracy it cannot see:"
+        f"Without target labels: the model select_without_labels' default rule ({DEFAULT_CHOICE}) picks per seed,",
+        "beside each model's target accuracy, which the rule cannot see:",
     ]
-    for method in scores:
-        lines.append(
-            f"  {method:14s} score {np.mean(scores[method]):9.4f}   target accuracy {np.mean(accuracy[method]):.3f}"
-        )
-    names = ", ".join(f"{m} ({a:.3f})" for m, a in chosen)
-    lines.append(f"It would pick, per seed: {names}; mean target accuracy {np.mean([a for _, a in chosen]):.3f}")
-    if PLAIN in accuracy:
-        lines.append(
-            f"  (source-only, no adaptation: {np.mean(accuracy[PLAIN]):.3f}; docs/dann.md, "
-            "'Choosing without target labels', says when to distrust a choice)"
-        )
+    chosen = []
+    for i, (seed, pick) in enumerate(zip(seeds, picks)):
+        chosen.append(accuracy[pick][i])
+        others = "  ".join(f"{m} {accuracy[m][i]:.3f}" for m in accuracy)
+        lines.append(f"  seed {seed}: picks {pick:12s} ({accuracy[pick][i]:.3f})   [{others}]")
+    means = ", ".join(f"{m} {np.mean(v):.3f}" for m, v in accuracy.items())
+    lines.append(f"Mean target accuracy of the picks: {np.mean(chosen):.3f} (every seed's same method: {means}).")
+    lines.append(
+        "  (The rule keeps the models whose held-out source accuracy is within its sampling noise of the "
+        "source-only network's, then picks the one that agrees most with their averaged target predictions; "
+        "a tie goes to source-only. docs/demo.md explains the block.)"
+    )
     return "\n".join(lines)

@@ -100,11 +100,12 @@ def run(
     from grad_reverse.demo.problems import PROBLEMS
 
     results: dict = {m: [] for m in methods}
-    label_free_scores: dict = {m: [] for m in methods}
+    picks: list = []
     seconds: dict = {m: 0.0 for m in methods}
     for seed in seeds:
         problem = PROBLEMS[problem_name](seed)
         held_out = PROBLEMS[problem_name](seed + label_free.HELD_OUT_SEED)  # its source: points no model saw
+        models: dict = {}
         for method in methods:
             model = build(method, problem, seed)
             start = time.perf_counter()
@@ -119,20 +120,20 @@ def run(
             )
             seconds[method] += time.perf_counter() - start
             results[method].append(target_accuracy(model, problem))
-            label_free_scores[method].append(
-                label_free.score(model, held_out.x_source, held_out.y_source, problem.x_target, seed)
-            )
+            models[method] = model
             if trained is not None:
                 trained(seed, method, model, problem)
             if not quiet:
                 print(f"seed {seed} {method:12s} target accuracy {results[method][-1]:.3f}", flush=True)
+        if label_free.PLAIN in models:
+            picks.append(label_free.choose(models, held_out.x_source, held_out.y_source, problem.x_target, seed))
     return {
         "problem": problem_name,
         "steps": steps,
         "seeds": seeds,
         "accuracy": results,
         "fit_seconds": seconds,
-        "label_free_scores": label_free_scores,
+        "label_free_picks": picks,
     }
 
 
@@ -149,8 +150,9 @@ def table(result: dict) -> str:
 
 
 def label_free_lines(result: dict) -> list:
-    """The validator's lines under a table (none in a result without its scores)."""
+    """The default rule's picks under a table (none in a result without them:
+    no source-only network among its methods)."""
     from grad_reverse.demo.label_free import summary
 
-    scores = result.get("label_free_scores")
-    return ["", summary(scores, result["accuracy"])] if scores else []
+    picks = result.get("label_free_picks")
+    return ["", summary(picks, result["accuracy"], result["seeds"])] if picks else []

@@ -4,10 +4,14 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from typing import Any
 
-from grad_reverse.adaptation.validation.validators import DEFAULT_VALIDATOR, score_all, validator
+from grad_reverse.adaptation.validation import rule, scores
+from grad_reverse.adaptation.validation.validators import model_outputs, score_all, validator
+
+DEFAULT_CHOICE = rule.NAME
 
 
 @dataclasses.dataclass
@@ -17,9 +21,11 @@ class Selection:
     Attributes:
       name: the chosen candidate's name (`plain` when adapting did not score higher).
       model: the chosen candidate.
-      table: `{candidate name: {validator name: score}}` for every candidate,
-        the chosen one's validator deciding.
-      validator: the name of the validator that chose.
+      table: `{candidate name: {column: score}}` for every candidate: the
+        column that decided (`validator`), and what else was scored.
+      validator: the name of the column that decided: `gated_ensv` for the
+        default rule (with `source_accuracy` and `gated`, 1.0 or 0.0, beside
+        it), else the validator's name.
       plain: the name of the plain network among the candidates.
     """
 
@@ -35,14 +41,41 @@ class Selection:
         return self.name != self.plain
 
     def report(self) -> str:
-        """The table as text, one candidate per line, best first, the choice marked."""
-        names = sorted(self.table, key=lambda n: -self.table[n][self.validator])
+        """The table as text, one candidate per line, best first (a candidate the
+        rule's gate refused last, its score `nan`), the choice marked."""
+
+        def order(n: str) -> tuple:
+            value = self.table[n][self.validator]
+            return (math.isnan(value), -value if not math.isnan(value) else 0.0, n)
+
+        names = sorted(self.table, key=order)
         columns = list(next(iter(self.table.values())))
-        lines = ["  ".join([f"{'candidate':24s}"] + [f"{c:>16s}" for c in columns])]
+        lines = ["  ".join([f"{'candidate':24s}"] + [f"{c:>20s}" for c in columns])]
         for n in names:
             mark = " <- chosen" if n == self.name else (" (plain)" if n == self.plain else "")
-            lines.append("  ".join([f"{n:24s}"] + [f"{self.table[n][c]:16.4f}" for c in columns]) + mark)
+            lines.append("  ".join([f"{n:24s}"] + [f"{self.table[n][c]:20.4f}" for c in columns]) + mark)
         return "\n".join(lines)
+
+
+def _check_candidates(candidates: Any, plain: str) -> None:
+    if not isinstance(candidates, Mapping):
+        raise TypeError(
+            "select_without_labels: candidates must be a dict {name: trained model} with the plain network "
+            f"under {plain!r}, got {type(candidates).__name__}; e.g. {{'plain': plain_model, 'dann@1': dann}}"
+        )
+    if plain not in candidates:
+        raise ValueError(
+            f"select_without_labels: the candidates must include the plain network (no adaptation) as "
+            f"{plain!r}, so that the choice can be not to adapt; got {sorted(candidates)}"
+        )
+
+
+def _by_rule(candidates: Mapping, x_source: Any, y_source: Any, x_target: Any, plain: str, from_logits: Any):
+    who = "select_without_labels"
+    outputs = {n: model_outputs(who, m, x_source, y_source, x_target, from_logits) for n, m in candidates.items()}
+    accuracy = {n: scores.accuracy(o.source_probabilities, o.source_labels) for n, o in outputs.items()}
+    probabilities = {n: o.target_probabilities for n, o in outputs.items()}
+    return rule.choose(accuracy, probabilities, len(x_source), plain)
 
 
 def select_without_labels(
@@ -52,40 +85,51 @@ def select_without_labels(
     x_target: Any,
     *,
     plain: str = "plain",
-    validator_name: Any = DEFAULT_VALIDATOR,
+    validator_name: Any = DEFAULT_CHOICE,
     also: tuple = (),
     from_logits: bool | None = None,
 ) -> Selection:
-    """Chooses among trained models by a validator, with no target label.
+    """Chooses among trained models with no target label.
 
     Args:
-      candidates: `{name: trained model}`: methods x lambdas x checkpoints,
-        and the plain network (trained on the source alone, e.g. a DANN
-        compiled with `domain_loss_weight=0`), named `plain`. A candidate set
-        without it is refused: without it, the choice cannot be "don't adapt".
+      candidates: `{name: trained model}` (a dict): methods x lambdas x
+        checkpoints, and the plain network (trained on the source alone, e.g.
+        a DANN compiled with `domain_loss_weight=0`) under the name `plain`.
+        A candidate set without it is refused: without it, the choice cannot
+        be "don't adapt".
       x_source, y_source: held-out labeled source points (no candidate trained on them).
-      x_target: unlabeled target points.
-      validator_name: the validator that chooses (a name or a `Validator`);
-        default `DEFAULT_VALIDATOR` (held-out source accuracy), the one the
-        study picked (docs/results/validators.md).
+      x_target: unlabeled target points (an array).
+      plain: the plain network's name among the candidates.
+      validator_name: what chooses: `"gated_ensv"` (`DEFAULT_CHOICE`, the
+        rule of `grad_reverse.adaptation.validation.rule`: candidates within
+        the held-out sample's noise of the plain network's source accuracy,
+        ranked by their agreement with those candidates' ensemble on the
+        target), or one validator (a name of `VALIDATORS` or a `Validator`):
+        the highest score wins.
       also: more validators to score in the table, for the record.
+      from_logits: whether the label heads output logits; default: told from
+        each head's last activation.
 
-    Returns a `Selection`: the highest-scoring candidate; a tie goes to the
-    plain network (adapting must earn its place).
+    Returns a `Selection`. Ties are broken the same way whatever the dict's
+    order: the plain network first (adapting must earn its place), then, for
+    the rule, the higher held-out source accuracy, then the name that sorts
+    first.
     """
-    if plain not in candidates:
-        raise ValueError(
-            f"select_without_labels: the candidates must include the plain network (no adaptation) as "
-            f"{plain!r}, so that the choice can be not to adapt; got {sorted(candidates)}"
-        )
-    chooser = validator(validator_name)
+    _check_candidates(candidates, plain)
     others = [validator(v) for v in also]
-    scorers = [chooser] + [v for v in others if v.name != chooser.name]
-    table: dict = {}
+    table: dict = {n: {} for n in candidates}
+    if validator_name == rule.NAME:
+        chosen, decided = _by_rule(candidates, x_source, y_source, x_target, plain, from_logits)
+        for n in candidates:
+            table[n].update(decided[n])
+        column = rule.NAME
+    else:
+        chooser = validator(validator_name)
+        others = [chooser] + [v for v in others if v.name != chooser.name]
+        column = chooser.name
     for name, model in candidates.items():
-        table[name] = score_all("select_without_labels", scorers, model, x_source, y_source, x_target, from_logits)
-    best = plain
-    for name in candidates:
-        if table[name][chooser.name] > table[best][chooser.name]:
-            best = name
-    return Selection(name=best, model=candidates[best], table=table, validator=chooser.name, plain=plain)
+        found = score_all("select_without_labels", others, model, x_source, y_source, x_target, from_logits)
+        table[name].update({k: v for k, v in found.items() if k not in table[name]})
+    if column != rule.NAME:
+        chosen = min(candidates, key=lambda n: (-table[n][column], n != plain, n))
+    return Selection(name=chosen, model=candidates[chosen], table=table, validator=column, plain=plain)
