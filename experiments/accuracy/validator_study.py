@@ -33,7 +33,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy as np  # noqa: E402
 from dann_moons_seeds import seed_range  # noqa: E402
-from validator_shifts import SHIFTS  # noqa: E402
+from validator_new_shifts import NEW_SHIFTS  # noqa: E402
+from validator_shifts import SHIFTS as OLD_SHIFTS  # noqa: E402
 
 from grad_reverse._tools import keras  # noqa: E402
 from grad_reverse.adaptation import CDAN, DANN, MDD  # noqa: E402
@@ -43,6 +44,7 @@ from grad_reverse.adaptation.validation.validators import model_outputs  # noqa:
 EPOCHS = 4
 LAMBDA_FACTORS = (0.3, 1.0, 3.0)  # times the shift's lambda_max (DANN, CDAN); MDD: times 0.1
 METHODS = ("dann", "cdan", "cdan_e", "mdd")
+SHIFTS = {**OLD_SHIFTS, **NEW_SHIFTS}  # the study's six, then those the rule met after it was fixed
 HELD_OUT = 0.2  # of the source, for the validators only
 VALIDATION_POINTS = 2000  # at most, per domain, for the validators
 MIX_RATIO = 0.55  # MixVal's (Hu et al. 2023; skada's default): the mixtures' predictions are saved for it
