@@ -6,6 +6,10 @@ as measured (docs/results/validators.md).
   source's proportions (no label shift: here aligning the domains should help);
 * moons-scaled: the moons' target a fresh draw scaled by 1.4 about the
   origin and rotated 20° (the network, the training: moons');
+* digits-rotated (image shift): digits-M's source half against its other
+  half rotated by 30° (either way, at random), thickened by a 2x2 maximum,
+  on a random grey background with noise (sd 0.05); digits-M's network and
+  training;
 * fashion-mnist-zoom (image shift): Fashion-MNIST against the other half
   zoomed out (each item shrunk to 20x20 and placed at a random offset),
   low-contrast on a random grey, tinted per image, with noise (sd 0.08); the
@@ -17,7 +21,8 @@ as measured (docs/results/validators.md).
 from __future__ import annotations
 
 import numpy as np
-from validator_shifts import FASHION_LIMIT, Data, Shift, _adam, _points_parts, _sgd
+from digits_m import parts as digit_parts
+from validator_shifts import DIGIT_SIZE, FASHION_LIMIT, Data, Shift, _adam, _points_parts, _sgd
 
 from grad_reverse.demo import image_runs, problems
 from grad_reverse.demo.data import make_domains, rotate
@@ -35,6 +40,30 @@ def moons_scaled(seed: int) -> Data:
     fresh = make_domains(seed + 2000)
     x_target = rotate(1.4 * fresh.x_source, 20.0).astype("float32")
     return Data(source.x_source, source.y_source.reshape(-1, 1).astype("float32"), x_target, fresh.y_source.reshape(-1))
+
+
+def digits_rotated(seed: int) -> Data:
+    import tensorflow as tf
+    from digits_m import digits_m
+    from scipy import ndimage
+    from sklearn.datasets import load_digits
+
+    x_source, y_source, _, y_target = digits_m(seed, DIGIT_SIZE)
+    digits = load_digits()
+    order = np.random.default_rng(seed).permutation(len(digits.images))  # digits_m's split of `seed`
+    target = order[len(order) // 2 :]
+    grey = tf.image.resize(digits.images[target][..., None].astype("float32") / 16.0, (DIGIT_SIZE,) * 2).numpy()
+    rng = np.random.default_rng(seed + 11)
+    turned = np.stack(
+        [
+            ndimage.rotate(g[..., 0], 30.0 * s, reshape=False, order=1)
+            for g, s in zip(grey, rng.choice([-1, 1], len(grey)))
+        ]
+    )
+    thick = ndimage.maximum_filter(np.clip(turned, 0.0, 1.0), size=(1, 2, 2))
+    background = rng.uniform(0.0, 0.4, size=(len(thick), 1, 1, 1))
+    images = background + (1.0 - background) * thick[..., None] + rng.normal(0.0, 0.05, size=thick.shape + (3,))
+    return Data(x_source, y_source, np.clip(images, 0.0, 1.0).astype("float32"), y_target)
 
 
 def _zoomed(grey: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -74,6 +103,15 @@ NEW_SHIFTS = {
         blobs_balanced, _points_parts("blobs"), _adam, "sparse_categorical_crossentropy", 1.0, 1000, 256
     ),
     "moons-scaled": Shift(moons_scaled, _points_parts("moons"), _adam, "binary_crossentropy", 6.0, 1000, 256),
+    "digits-rotated": Shift(
+        digits_rotated,
+        lambda s: digit_parts(s, DIGIT_SIZE),
+        _sgd(600),
+        "sparse_categorical_crossentropy",
+        0.3,
+        600,
+        128,
+    ),
     "fashion-mnist-zoom": Shift(
         fashion_zoom, image_runs.parts, _sgd(1500), "sparse_categorical_crossentropy", 1.0, 1500, 128
     ),
