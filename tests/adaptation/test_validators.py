@@ -152,11 +152,13 @@ def test_a_plain_keras_classifier_softmax_logits_and_one_hot_labels():
     softmax = keras.Sequential([keras.Input((2,)), keras.layers.Dense(3, activation="softmax")])
     logits = keras.Sequential([keras.Input((2,)), keras.layers.Dense(3)])
     logits.set_weights(softmax.get_weights())
+    # A linear head is a classifier's logits when its loss says so (else it may be a regression).
+    logits.compile(loss=keras.losses.CategoricalCrossentropy(from_logits=True))
     x = np.random.default_rng(0).normal(size=(20, 2)).astype("float32")
     y = np.arange(20) % 3
     for cls in VALIDATORS.values():
         a = cls()(softmax, x, y, x + 1.0)
-        b = cls()(logits, x, np.eye(3)[y], x + 1.0)  # told logits from the linear layer; one-hot labels
+        b = cls()(logits, x, np.eye(3)[y], x + 1.0)  # told logits from the loss; one-hot labels
         assert a == pytest.approx(b, rel=1e-5), cls.__name__
 
 

@@ -26,6 +26,7 @@ are `grad_reverse.schedule`'s.
 from grad_reverse.adaptation.cdan import CDAN
 from grad_reverse.adaptation.dann import DANN
 from grad_reverse.adaptation.mdd import MDD
+from grad_reverse.adaptation.validation.callback import ValidatorCallback
 from grad_reverse.adaptation.validation.reverse_validation import (
     ReverseValidation,
     ReverseValidator,
@@ -33,12 +34,16 @@ from grad_reverse.adaptation.validation.reverse_validation import (
     select_by_reverse_validation,
 )
 from grad_reverse.adaptation.validation.selection import Selection, select_without_labels
-from grad_reverse.adaptation.validation.callback import ValidatorCallback
 from grad_reverse.adaptation.validation.validators import (
     DEFAULT_VALIDATOR,
+    POOL_VALIDATORS,
     VALIDATORS,
+    BatchNuclearNorm,
     DeepEmbeddedValidation,
+    EnsembleValidation,
     InformationMaximization,
+    MixVal,
+    PoolValidator,
     PredictionEntropy,
     SoftNeighborhoodDensity,
     SourceAccuracy,
@@ -58,10 +63,15 @@ __all__ = [
     "DANN",
     "MDD",
     "DEFAULT_VALIDATOR",
+    "POOL_VALIDATORS",
     "VALIDATORS",
+    "BatchNuclearNorm",
     "DANNLearningRateSchedule",
     "DeepEmbeddedValidation",
+    "EnsembleValidation",
     "InformationMaximization",
+    "MixVal",
+    "PoolValidator",
     "PredictionEntropy",
     "ReverseValidation",
     "ReverseValidator",
