@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from grad_reverse._keras import keras
+from grad_reverse._keras import KERAS_3, keras
 from grad_reverse.adaptation.validation import scores
 from grad_reverse.adaptation.validation.base import PoolValidator, Validator
 from grad_reverse.adaptation.validation.outputs import as_array_points, check_labels, model_outputs
@@ -137,9 +137,14 @@ class ValidatorCallback(keras.callbacks.Callback):
         if not pairs:
             return
         variables = [v for v, _ in pairs]
-        self._raw_weights = (variables, [np.array(v, copy=True) for v in variables])
+        self._raw_weights = (variables, [_numpy(v) for v in variables])
         for variable, average in pairs:
-            variable.assign(np.asarray(average))
+            variable.assign(_numpy(average))
+
+
+def _numpy(variable: Any) -> np.ndarray:
+    """A copy of a variable's value, on every backend (Keras 2: a tf.Variable)."""
+    return np.array(keras.ops.convert_to_numpy(variable) if KERAS_3 else variable.numpy())
 
 
 def ema_pairs(model: Any) -> list:

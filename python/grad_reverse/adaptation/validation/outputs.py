@@ -181,7 +181,7 @@ def check_labels(who: str, y: Any, n: int, x_shape: tuple = ()) -> np.ndarray:
         if np.any(y < 0) or not np.array_equal(y, np.rint(y)):
             bad = int(np.flatnonzero((y.reshape(-1) < 0) | (y.reshape(-1) != np.rint(y.reshape(-1))))[0])
             raise ValueError(
-                f"{who}: y_source must be class numbers 0, 1, ... (got {y.reshape(-1)[bad]!r} at point {bad}); "
+                f"{who}: y_source must be class numbers 0, 1, ... (got {float(y.reshape(-1)[bad]):g} at point {bad}); "
                 + accepted
             )
     elif y.ndim == 2:
