@@ -11,7 +11,8 @@ against the new code (see docs/testing.md).
 This module holds the mutants of the op, the layer, the loader,
 serving and the CUDA source; mutants_adaptation.py holds those of the
 domain-adaptation promises, mutants_gradients.py those of where their
-gradients flow; MUTANTS is all of them.
+gradients flow, mutants_validators.py those of EnsV, MixVal and the
+validator callback's EMA weights; MUTANTS is all of them.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 from mutation_lib.mutant import PACKAGE, SOURCE, Mutant, T
 from mutation_lib.mutants_adaptation import ADAPTATION_MUTANTS
 from mutation_lib.mutants_gradients import GRADIENT_MUTANTS
+from mutation_lib.mutants_validators import VALIDATOR_MUTANTS
 
 __all__ = ["MUTANTS", "PACKAGE", "SOURCE", "Mutant"]
 
@@ -272,4 +274,4 @@ OP_AND_SERVING_MUTANTS: tuple[Mutant, ...] = (
     ),
 )
 
-MUTANTS: tuple[Mutant, ...] = OP_AND_SERVING_MUTANTS + ADAPTATION_MUTANTS + GRADIENT_MUTANTS
+MUTANTS: tuple[Mutant, ...] = OP_AND_SERVING_MUTANTS + ADAPTATION_MUTANTS + GRADIENT_MUTANTS + VALIDATOR_MUTANTS

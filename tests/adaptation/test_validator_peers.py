@@ -11,12 +11,19 @@ import numpy as np
 import pytest
 
 skada = pytest.importorskip("skada", reason="skada is not installed: pip install '.[peers]'")
-from skada.metrics import DeepEmbeddedValidation, PredictionEntropyScorer, SoftNeighborhoodDensity  # noqa: E402
+from skada.metrics import (  # noqa: E402
+    DeepEmbeddedValidation,
+    MixValScorer,
+    PredictionEntropyScorer,
+    SoftNeighborhoodDensity,
+)
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
 from sklearn.utils import check_random_state  # noqa: E402
 
+from grad_reverse._keras import keras  # noqa: E402
+from grad_reverse.adaptation import MixVal  # noqa: E402
 from grad_reverse.adaptation.validation import scores  # noqa: E402
 
 FEATURES, CLASSES, N_SOURCE, N_TARGET = 5, 3, 60, 45
@@ -117,3 +124,40 @@ def test_deep_embedded_validation_differs_from_skada_only_by_its_broadcast(array
     weighted = weights * scores.cross_entropy(p[validation], y[validation])  # [n, n], as skada's
     eta = -np.cov(np.concatenate([weighted, weights], axis=1), rowvar=False)[0, 1] / np.var(weights, ddof=1)
     np.testing.assert_allclose(np.mean(weighted) + eta * np.mean(weights) - eta, -theirs, rtol=1e-5)
+
+
+class _KerasClassifier(ClassifierMixin, BaseEstimator):
+    """A Keras classifier as scikit-learn sees one: its class the most probable one."""
+
+    def __init__(self, model=None):
+        self.model = model
+
+    def fit(self, x, y=None, **kwargs):
+        self.classes_ = np.arange(CLASSES)
+        return self
+
+    def predict_proba(self, x):
+        return np.asarray(self.model.predict(x, verbose=0))
+
+    def predict(self, x):
+        return self.predict_proba(x).argmax(axis=1)
+
+
+@pytest.mark.parametrize("ratio, seed", [(0.55, 0), (0.55, 1), (0.3, 2), (0.8, 3)])
+def test_mixval_agrees_with_skada_on_the_same_mixtures(arrays, ratio, seed):
+    """Both draw the partners as `numpy.random.RandomState(seed).permutation(n)`
+    (skada through scikit-learn's `check_random_state(seed)`), so they mix the
+    same pairs, in the same float64 arithmetic: the same permutation, not a
+    comparison within sampling error."""
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((FEATURES,)), keras.layers.Dense(CLASSES, activation="softmax")])
+    model.set_weights([w * 3.0 for w in model.get_weights()])  # confident enough that mixing moves classes
+    pipeline = skada.make_da_pipeline(_KerasClassifier(model))
+    pipeline.fit(arrays["features"], arrays["labels"], sample_domain=arrays["domains"])
+    theirs = MixValScorer(alpha=ratio, random_state=seed)(
+        pipeline, arrays["features"], arrays["labels"], sample_domain=arrays["domains"]
+    )
+    f, y = arrays["features"], arrays["labels"]
+    ours = MixVal(ratio=ratio, seed=seed)(model, f[:N_SOURCE], y[:N_SOURCE], f[N_SOURCE:])
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5)
+    assert 0.0 < ours < 1.0, "a score of 0 or 1 would agree whatever the pairs"

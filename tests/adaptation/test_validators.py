@@ -152,11 +152,13 @@ def test_a_plain_keras_classifier_softmax_logits_and_one_hot_labels():
     softmax = keras.Sequential([keras.Input((2,)), keras.layers.Dense(3, activation="softmax")])
     logits = keras.Sequential([keras.Input((2,)), keras.layers.Dense(3)])
     logits.set_weights(softmax.get_weights())
+    # A linear head is a classifier's logits when its loss says so (else it may be a regression).
+    logits.compile(loss=keras.losses.CategoricalCrossentropy(from_logits=True))
     x = np.random.default_rng(0).normal(size=(20, 2)).astype("float32")
     y = np.arange(20) % 3
     for cls in VALIDATORS.values():
         a = cls()(softmax, x, y, x + 1.0)
-        b = cls()(logits, x, np.eye(3)[y], x + 1.0)  # told logits from the linear layer; one-hot labels
+        b = cls()(logits, x, np.eye(3)[y], x + 1.0)  # told logits from the loss; one-hot labels
         assert a == pytest.approx(b, rel=1e-5), cls.__name__
 
 
@@ -201,3 +203,72 @@ def test_source_accuracy_and_alignment_by_hand():
     assert abs(scores.domain_error(same[:200], same[200:]) - 0.5) < 0.1
     # Domains of unequal size that a line separates: still told apart (equal counts drawn).
     assert scores.domain_error(rng.normal(size=(30, 2)) - 3.0, rng.normal(size=(300, 2)) + 3.0) == 0.0
+
+
+# --- classifiers only ----------------------------------------------------------------
+
+
+def test_a_regression_head_is_refused_and_a_logits_classifier_is_not():
+    from grad_reverse.adaptation import MDD
+
+    keras.utils.set_random_seed(0)
+    x, labels = np.random.default_rng(0).normal(size=(12, 2)).astype("float32"), np.arange(12) % 3
+
+    def linear(units, loss=None):
+        model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(units)])
+        if loss is not None:
+            model.compile(loss=loss)
+        return model
+
+    with pytest.raises(ValueError, match="regression loss 'mse'; the validators score classifiers"):
+        SourceAccuracy()(linear(1, "mse"), x, labels % 2, x)
+    with pytest.raises(ValueError, match="regression loss 'mean_absolute_error'; the validators score classifiers"):
+        SourceAccuracy()(linear(3, keras.losses.MeanAbsoluteError()), x, labels, x, from_logits=True)
+    with pytest.raises(ValueError, match="not compiled, so it may be a regression.*pass from_logits=True"):
+        SourceAccuracy()(linear(3), x, labels, x)
+    # A classifier's logits: told from its cross-entropy loss, or by from_logits.
+    classifier = linear(3, keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    expected = np.mean(np.asarray(classifier.predict(x, verbose=0)).argmax(axis=1) == labels)
+    assert (
+        SourceAccuracy()(classifier, x, labels, x)
+        == SourceAccuracy()(classifier, x, labels, x, from_logits=True)
+        == expected
+    )
+    features = keras.Sequential([keras.Input((2,)), keras.layers.Dense(4, activation="tanh")])
+    head = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+    regression = MDD(features, head, form="regression")
+    regression.compile("adam", "mse")
+    for from_logits in (None, True):
+        with pytest.raises(ValueError, match="MDD of form 'regression'; the validators score classifiers"):
+            SourceAccuracy()(regression, x, labels % 2, x, from_logits=from_logits)
+
+
+def test_source_and_alignment_stays_within_minus_1_and_1(monkeypatch):
+    from grad_reverse.adaptation import SourceAccuracyAndAlignment
+
+    # Held-out halves can make a domain classifier err more than half the time: no better than chance.
+    monkeypatch.setattr(scores, "domain_error", lambda *args: 0.7)
+    outputs = _outputs(target=[[0.2, 0.8], [0.9, 0.1]], source=[[0.2, 0.8], [0.9, 0.1]], labels=[1, 1])
+    assert SourceAccuracyAndAlignment().score(outputs) == pytest.approx(0.5)  # accuracy 1/2, alignment term 0
+
+
+def test_feature_validators_compare_the_same_layer_or_refuse():
+    from grad_reverse.adaptation.validation.validators import check_candidates, validator
+
+    plain = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, activation="sigmoid")])
+    candidates = {"plain": plain, "dann": DANN(*parts(0))}
+    for name in ("dev", "source_and_alignment", SoftNeighborhoodDensity(on="features")):
+        with pytest.raises(ValueError, match=r"\['plain'\] have no feature extractor.*domain_loss_weight=0"):
+            check_candidates("t", candidates, [validator(name)])
+    check_candidates("t", candidates, [validator(n) for n in ("source_accuracy", "snd", "im", "mixval", "ensv")])
+    check_candidates("t", {"plain": DANN(*parts(1)), "dann": DANN(*parts(0))}, [validator("dev")])
+    # A list of candidates: what is accepted is named.
+    with pytest.raises(ValueError, match=r"candidates must be a dict \{name: trained model\}.*got a list"):
+        check_candidates("t", [plain, plain], [])
+
+
+def test_the_manuals_reverse_name_says_how_to_make_it():
+    from grad_reverse.adaptation.validation.validators import validator
+
+    with pytest.raises(ValueError, match=r"build it as ReverseValidator\(make_model\)"):
+        validator("reverse")

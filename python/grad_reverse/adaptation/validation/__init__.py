@@ -3,6 +3,9 @@ that compute them from a model's predictions, the callback that writes them
 into the epoch's logs, the selection among candidates, and the paper's
 reverse validation.
 
+* `outputs`: what the validators read of a model (`model_outputs`), the
+  rule that tells a classifier's logits, and the checks of their input;
+* `base`: `Validator` (one model) and `PoolValidator` (a pool at once);
 * `scores`: the numbers themselves, in numpy, on arrays of probabilities and
   features (no model, no backend);
 * `validators`: each score as a callable on a model and its data

@@ -58,6 +58,9 @@ def class_labels(who: str, y: np.ndarray, classes: int) -> np.ndarray:
     """Integer class labels [n] from sparse labels ([n] or [n, 1]) or one-hot rows [n, classes]."""
     y = np.asarray(y)
     if y.ndim == 2 and y.shape[1] == classes and classes > 1:
+        # Only one-hot rows: an argmax would take any float array of this shape (points passed as labels).
+        if not np.all(np.all((y == 0) | (y == 1), axis=1) & (y.sum(axis=1) == 1)):
+            raise _fail(who, f"labels of shape {y.shape} must be one-hot rows (one 1 among zeros per point)")
         return y.argmax(axis=1)
     if y.ndim == 2 and y.shape[1] == 1:
         y = y[:, 0]
@@ -181,12 +184,21 @@ def ensemble_agreement(pool: list) -> np.ndarray:
     points in the same order) are averaged; the average's most probable class
     is each point's pseudo-label; a candidate scores the share of points whose
     most probable class is that pseudo-label. One score per candidate, in the
-    pool's order. (The ensemble is never worse than the pool's worst member in
-    expectation, so the highest-agreeing candidate is never the worst by
-    construction: the paper's certificate.)"""
-    stacked = np.stack([np.asarray(p, dtype=np.float64) for p in pool])
-    if stacked.ndim != 3:
-        raise ValueError(f"ensemble_agreement: the pool must be [candidates][points, classes], got {stacked.shape}")
+    pool's order (the authors' code, LHXXHB/EnsV: softmax, mean, argmax, then
+    each candidate's argmax against it).
+
+    The paper's certificate is the ensemble's: for a convex loss the averaged
+    predictions' loss is at most the candidates' mean loss, so at most the
+    worst candidate's (Jensen). The candidate closest to the ensemble is not
+    certified the same way: in a pool where most candidates share one error,
+    the ensemble holds it too."""
+    pool = [np.asarray(p, dtype=np.float64) for p in pool]
+    if not pool or any(p.ndim != 2 or p.shape != pool[0].shape for p in pool):
+        raise ValueError(
+            "ensemble_agreement: the pool must be one or more candidates' probabilities [points, classes] on "
+            f"the same target points, got shapes {[p.shape for p in pool]}"
+        )
+    stacked = np.stack(pool)
     pseudo = stacked.mean(axis=0).argmax(axis=1)
     return np.mean(stacked.argmax(axis=2) == pseudo[None, :], axis=1)
 
@@ -200,7 +212,14 @@ def mixed_sample_consistency(p: np.ndarray, mixed_p: np.ndarray, permutation: np
     two points with the same pseudo-label (intra-cluster) and with different
     ones (inter-cluster) are scored apart, each by the share whose prediction
     is the mixture's label; the score is their mean (the one there is, when the
-    other set is empty)."""
+    other set is empty), as skada's `MixValScorer(ice_type="both")` combines
+    them (the authors' code, LHXXHB/MixVal, computes each in a script of its
+    own)."""
+    if not len(p) == len(mixed_p) == len(permutation):
+        raise ValueError(
+            "mixed_sample_consistency: p, mixed_p and permutation must cover the same points, got "
+            f"{len(p)}, {len(mixed_p)} and {len(permutation)}"
+        )
     labels = np.asarray(p).argmax(axis=1)
     partner = labels[np.asarray(permutation)]
     expected = labels if ratio >= 0.5 else partner

@@ -9,11 +9,16 @@ and KerasTuner's `Objective(..., "max")` can use it as they are
     score = SoftNeighborhoodDensity()(model, x_source_val, y_source_val, x_target)
 
 The model may be a `DANN`, `CDAN` or `MDD` (features: its feature
-extractor's output) or any Keras classifier (features: its class probabilities). Its
-label head must end in a softmax, one sigmoid unit, or a linear layer
-(logits): the validators work on class probabilities. The arithmetic is
-numpy on the model's `predict` outputs (`validation.scores`), so it runs on
-every Keras backend.
+extractor's output) or any Keras classifier (features: its class
+probabilities). Its label head must end in a softmax, one sigmoid unit, or
+a linear layer (logits, told from a cross-entropy loss or `from_logits`):
+the validators score classifiers (`outputs.label_from_logits` has the
+rule). The arithmetic is numpy on the model's `predict` outputs
+(`validation.scores`), so it runs on every Keras backend.
+
+`EnsembleValidation` (EnsV) is a pool validator: it scores candidates
+against each other, so only `select_without_labels` (through
+`score_candidates`) uses it.
 
 Which validator to trust is a measured question, not a theoretical one:
 docs/results/validators.md has the study on this project's shifts, and
@@ -22,129 +27,20 @@ docs/results/validators.md has the study on this project's shifts, and
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import numpy as np
 
-from grad_reverse.adaptation.heads import activation_name
 from grad_reverse.adaptation.validation import scores
-
-PREDICT_BATCH = 1024
-
-
-def _parts(model: Any) -> tuple:
-    """`(feature_extractor or None, the layer whose output is the label)`."""
-    features = getattr(model, "feature_extractor", None)
-    label_head = getattr(model, "label_head", None)
-    if features is not None and label_head is not None:
-        return features, label_head
-    return None, model
-
-
-def label_from_logits(who: str, model: Any, from_logits: bool | None = None) -> bool:
-    """Whether `model`'s label head outputs logits, told from its last activation
-    unless `from_logits` says it; a ValueError naming what is accepted otherwise."""
-    if from_logits is not None:
-        return bool(from_logits)
-    if getattr(model, "_label_from_logits", None) is not None and hasattr(model, "_label_activation"):
-        return bool(model._label_from_logits)  # CDAN, MDD: what compile told
-    _, head = _parts(model)
-    activation = activation_name(head)
-    if activation in ("softmax", "sigmoid"):
-        return False
-    if activation == "linear":
-        return True
-    raise ValueError(
-        f"{who}: the validators need class probabilities from the model's label head, and cannot tell "
-        f"whether it outputs logits or probabilities (its last activation is {activation!r}); accepted: "
-        "a last activation of softmax, sigmoid (one unit) or linear (logits), or from_logits=True or False"
-    )
-
-
-@dataclasses.dataclass
-class Outputs:
-    """What the validators read of a model, computed once per model and data."""
-
-    source_features: np.ndarray
-    source_probabilities: np.ndarray
-    source_labels: np.ndarray
-    target_features: np.ndarray
-    target_probabilities: np.ndarray
-
-
-def _as_points(who: str, name: str, x: Any) -> np.ndarray:
-    x = np.asarray(x)
-    if x.ndim < 1 or len(x) == 0:
-        raise ValueError(f"{who}: {name} must hold at least one point (an array [points, ...]), got shape {x.shape}")
-    return x
-
-
-def model_outputs(
-    who: str, model: Any, x_source: Any, y_source: Any, x_target: Any, from_logits: bool | None = None
-) -> Outputs:
-    """The model's features and class probabilities on both domains, and the source's labels as class numbers."""
-    x_source, x_target = _as_points(who, "x_source", x_source), _as_points(who, "x_target", x_target)
-    y_source = _as_points(who, "y_source", y_source)
-    if len(y_source) != len(x_source):
-        raise ValueError(
-            f"{who}: x_source and y_source must hold the same points, got {len(x_source)} and {len(y_source)}"
-        )
-    if x_source.shape[1:] != x_target.shape[1:]:
-        raise ValueError(
-            f"{who}: x_source and x_target must have points of the same shape, got "
-            f"{x_source.shape[1:]} and {x_target.shape[1:]}"
-        )
-    logits = label_from_logits(who, model, from_logits)
-    extractor, head = _parts(model)
-
-    def features_and_probabilities(x: np.ndarray) -> tuple:
-        if extractor is None:
-            # No feature extractor to read: the class probabilities stand for the features.
-            p = scores.probabilities(who, np.asarray(model.predict(x, batch_size=PREDICT_BATCH, verbose=0)), logits)
-            return p, p
-        features = np.asarray(extractor.predict(x, batch_size=PREDICT_BATCH, verbose=0))
-        outputs = np.asarray(head.predict(features, batch_size=PREDICT_BATCH, verbose=0))
-        return features.reshape(len(x), -1), scores.probabilities(who, outputs, logits)
-
-    source_features, source_p = features_and_probabilities(x_source)
-    target_features, target_p = features_and_probabilities(x_target)
-    labels = scores.class_labels(who, y_source, source_p.shape[1])
-    return Outputs(source_features, source_p, labels, target_features, target_p)
-
-
-class Validator:
-    """Scores a trained model without target labels; higher is better.
-
-    Subclasses set `name` (the key `ValidatorCallback` logs as `val_<name>`),
-    `min_source` and `min_target` (the fewest points the method needs), and
-    define `score(outputs)`.
-    """
-
-    name = "validator"
-    min_source = 1
-    min_target = 1
-
-    def check_sizes(self, n_source: int, n_target: int) -> None:
-        """A ValueError when there are too few points for this validator."""
-        if n_source < self.min_source or n_target < self.min_target:
-            raise ValueError(
-                f"{type(self).__name__}: needs at least {self.min_source} held-out source points and "
-                f"{self.min_target} target points, got {n_source} and {n_target}"
-            )
-
-    def score(self, outputs: Outputs) -> float:
-        raise NotImplementedError
-
-    def __call__(
-        self, model: Any, x_source: Any, y_source: Any, x_target: Any, *, from_logits: bool | None = None
-    ) -> float:
-        """The model's score (higher is better) from held-out labeled source points and unlabeled target points."""
-        self.check_sizes(len(x_source), len(x_target))
-        return self.score(model_outputs(type(self).__name__, model, x_source, y_source, x_target, from_logits))
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}()"
+from grad_reverse.adaptation.validation.base import PoolValidator, Validator  # noqa: F401 (public here too)
+from grad_reverse.adaptation.validation.outputs import (  # noqa: F401 (model_outputs, Outputs: public here too)
+    Outputs,
+    as_array_points,
+    check_candidates,
+    label_from_logits,
+    model_outputs,
+    predicted_probabilities,
+)
 
 
 class SourceAccuracy(Validator):
@@ -208,6 +104,10 @@ class SoftNeighborhoodDensity(Validator):
             raise ValueError(f"SoftNeighborhoodDensity: on must be 'probabilities' or 'features', got {on!r}")
         self.temperature, self.on, self.max_points, self.seed = float(temperature), on, int(max_points), seed
 
+    @property
+    def reads_features(self) -> bool:
+        return self.on == "features"
+
     def score(self, outputs: Outputs) -> float:
         points = outputs.target_probabilities if self.on == "probabilities" else outputs.target_features
         if len(points) > self.max_points:
@@ -236,6 +136,7 @@ class DeepEmbeddedValidation(Validator):
     name = "dev"
     min_source = 6
     min_target = 2
+    reads_features = True
 
     def __init__(self, holdout: float = 0.33, seed: int = 0):
         if not 0.0 < float(holdout) < 1.0:
@@ -266,19 +167,105 @@ class SourceAccuracyAndAlignment(Validator):
     term holds: a label shift, where aligning the domains' features as a
     whole moves target points into the wrong classes. Cost: one prediction
     per domain and a logistic regression on half of each domain's features.
+
+    Range: [-1, 1]. The domain error is measured on held-out halves, where a
+    classifier that cannot tell the domains apart errs about half the time,
+    sometimes more (sampling); an error above 0.5 says no more than 0.5 does
+    (the features do not give the domain away), so it is taken as 0.5, and
+    the alignment term stays in [0, 1].
     """
 
     name = "source_and_alignment"
     min_source = 4
     min_target = 4
+    reads_features = True
 
     def __init__(self, seed: int = 0):
         self.seed = seed
 
     def score(self, outputs: Outputs) -> float:
         accuracy = scores.accuracy(outputs.source_probabilities, outputs.source_labels)
-        error = scores.domain_error(outputs.source_features, outputs.target_features, self.seed)
+        error = min(scores.domain_error(outputs.source_features, outputs.target_features, self.seed), 0.5)
         return accuracy - (1.0 - 2.0 * error)
+
+
+class BatchNuclearNorm(Validator):
+    """BNM (Cui et al., CVPR 2020) as pytorch-adapt's `BNMValidator` scores it:
+    the nuclear norm (sum of singular values) of the target probabilities
+    [points, classes], divided by the points. High when the predictions are
+    confident (each row near one-hot) and spread over many classes (the
+    rows' classes independent); at most min(points, classes) / points.
+    Cost: one prediction over the target points and an SVD of [points, classes]."""
+
+    name = "bnm"
+
+    def score(self, outputs: Outputs) -> float:
+        return scores.batch_nuclear_norm(outputs.target_probabilities)
+
+
+class MixVal(Validator):
+    """MixVal (Hu et al., NeurIPS 2023): mixed target points as probes. Each
+    target point is mixed with a partner, `ratio * x + (1 - ratio) *
+    x[permutation]`, the permutation drawn from `seed`; a mixture's expected
+    class is the model's own prediction for the point it holds more of.
+    The score (`scores.mixed_sample_consistency`) is the mean of the shares
+    of mixtures predicted so, among partners of the same predicted class
+    (intra-cluster) and of different ones (inter-cluster): high when the
+    model's target classes are clusters with margins between them.
+
+    The permutation is `numpy.random.RandomState(seed).permutation(n)`, the
+    one skada's `MixValScorer(random_state=seed)` draws, so both mix the
+    same pairs. Integer inputs (e.g. uint8 images) are mixed as float32.
+    Cost: two predictions over the target points.
+
+    Args:
+      ratio: the mixing ratio, in (0, 1) (0.55: the authors' and skada's).
+      seed: the permutation's seed (a whole number).
+    """
+
+    name = "mixval"
+    min_target = 2
+
+    def __init__(self, ratio: float = 0.55, seed: int = 0):
+        if not 0.0 < float(ratio) < 1.0:
+            raise ValueError(f"MixVal: ratio must be between 0 and 1 (exclusive), got {ratio!r}")
+        self.ratio, self.seed = float(ratio), int(seed)
+
+    def permutation(self, n: int) -> np.ndarray:
+        """Each of the `n` target points' partner."""
+        return np.random.RandomState(self.seed).permutation(n)
+
+    def mixtures(self, x: np.ndarray) -> tuple:
+        """`(mixtures, permutation)` of the target points `x`."""
+        x = np.asarray(x)
+        x = x if x.dtype.kind == "f" else x.astype(np.float32)
+        permutation = self.permutation(len(x))
+        return (self.ratio * x + (1.0 - self.ratio) * x[permutation]).astype(x.dtype), permutation
+
+    def score(self, outputs: Outputs) -> float:
+        raise ValueError("MixVal: predicts its mixtures with the model: call it on a model, not on outputs")
+
+    def score_model(self, outputs: Outputs, model: Any, x_target: Any, from_logits: bool | None) -> float:
+        mixed, permutation = self.mixtures(as_array_points("MixVal", "x_target", x_target))
+        mixed_p = predicted_probabilities("MixVal", model, mixed, label_from_logits("MixVal", model, from_logits))
+        return scores.mixed_sample_consistency(outputs.target_probabilities, mixed_p, permutation, self.ratio)
+
+    def __repr__(self) -> str:
+        return f"MixVal(ratio={self.ratio:g}, seed={self.seed})"
+
+
+class EnsembleValidation(PoolValidator):
+    """EnsV (Hu et al., NeurIPS 2024 Datasets and Benchmarks): the candidates'
+    averaged target probabilities as pseudo-labels, each candidate scored by
+    the share of target points where its prediction agrees with them
+    (`scores.ensemble_agreement`). A pool score: a candidate's score depends
+    on the others. Cost: the candidates' target predictions, already made.
+    """
+
+    name = "ensv"
+
+    def score_pool(self, outputs: list) -> np.ndarray:
+        return scores.ensemble_agreement([o.target_probabilities for o in outputs])
 
 
 # Chosen from the study (docs/results/validators.md), not from the papers: among
@@ -290,6 +277,7 @@ class SourceAccuracyAndAlignment(Validator):
 # adapting costs on the source.
 DEFAULT_VALIDATOR = "source_accuracy"
 
+# The validators that score one model, by name.
 VALIDATORS = {
     cls.name: cls
     for cls in (
@@ -299,32 +287,85 @@ VALIDATORS = {
         SoftNeighborhoodDensity,
         DeepEmbeddedValidation,
         SourceAccuracyAndAlignment,
+        BatchNuclearNorm,
+        MixVal,
     )
 }
 
+# The validators that score a pool of candidates at once (`select_without_labels` only).
+POOL_VALIDATORS = {cls.name: cls for cls in (EnsembleValidation,)}
+
 
 def validator(name_or_validator: Any) -> Validator:
-    """A validator from its name (`VALIDATORS`' keys) or itself."""
+    """A validator from its name (`VALIDATORS`' or `POOL_VALIDATORS`' keys) or itself."""
     if isinstance(name_or_validator, Validator):
         return name_or_validator
-    if isinstance(name_or_validator, str) and name_or_validator in VALIDATORS:
-        return VALIDATORS[name_or_validator]()
-    raise ValueError(f"unknown validator {name_or_validator!r}; accepted: a Validator, or one of {sorted(VALIDATORS)}")
+    if isinstance(name_or_validator, str):
+        found = VALIDATORS.get(name_or_validator) or POOL_VALIDATORS.get(name_or_validator)
+        if found is not None:
+            return found()
+        if name_or_validator == "reverse":
+            raise ValueError(
+                "validator 'reverse' trains a second model of the candidate's configuration, so it has no "
+                "default: build it as ReverseValidator(make_model) (grad_reverse.adaptation), make_model "
+                "returning a fresh compiled model, and pass that"
+            )
+    raise ValueError(
+        f"unknown validator {name_or_validator!r}; accepted: a Validator, or one of "
+        f"{sorted(VALIDATORS) + sorted(POOL_VALIDATORS)}"
+    )
+
+
+def _refuse_pool_validators(who: str, validators: list) -> None:
+    for v in validators:
+        if isinstance(v, PoolValidator):
+            raise ValueError(f"{who}: " + str(v._refuse()))
 
 
 def score_all(
-    who: str, validators: list, model: Any, x_source: Any, y_source: Any, x_target: Any, from_logits: bool | None
+    who: str,
+    validators: list,
+    model: Any,
+    x_source: Any,
+    y_source: Any,
+    x_target: Any,
+    from_logits: bool | None,
+    outputs: Outputs | None = None,
 ) -> dict:
-    """`{validator name: score}` of `model`, its outputs computed once for the validators that only read them."""
+    """`{validator name: score}` of `model`, its outputs computed once (or given) for the
+    validators that read them; a pool validator is refused (it scores no model alone)."""
+    _refuse_pool_validators(who, validators)
     for v in validators:
         v.check_sizes(len(x_source), len(x_target))
-    outputs = None
     result = {}
     for v in validators:
         if type(v).__call__ is Validator.__call__:
             if outputs is None:
                 outputs = model_outputs(who, model, x_source, y_source, x_target, from_logits)
-            result[v.name] = v.score(outputs)
+            result[v.name] = v.score_model(outputs, model, x_target, from_logits)
         else:  # a validator that does more than read outputs (reverse validation trains)
             result[v.name] = v(model, x_source, y_source, x_target, from_logits=from_logits)
     return result
+
+
+def score_candidates(
+    who: str, validators: list, candidates: Any, x_source: Any, y_source: Any, x_target: Any, from_logits: bool | None
+) -> dict:
+    """`{candidate name: {validator name: score}}`: each candidate's outputs computed
+    once, the one-model validators scored on each, the pool validators on all
+    at once. The candidates are checked first (`check_candidates`)."""
+    check_candidates(who, candidates, validators)
+    x_source, x_target = as_array_points(who, "x_source", x_source), as_array_points(who, "x_target", x_target)
+    single = [v for v in validators if not isinstance(v, PoolValidator)]
+    pool = [v for v in validators if isinstance(v, PoolValidator)]
+    for v in validators:
+        v.check_sizes(len(x_source), len(x_target))
+    outputs = {name: model_outputs(who, m, x_source, y_source, x_target, from_logits) for name, m in candidates.items()}
+    table = {
+        name: score_all(who, single, m, x_source, y_source, x_target, from_logits, outputs[name])
+        for name, m in candidates.items()
+    }
+    for v in pool:
+        for name, value in zip(candidates, v.score_pool([outputs[name] for name in candidates])):
+            table[name][v.name] = float(value)
+    return {name: {v.name: table[name][v.name] for v in validators} for name in candidates}

@@ -1,0 +1,77 @@
+"""What a validator is: `Validator`, which scores one trained model, and
+`PoolValidator`, which scores every candidate of a pool at once. The
+validators themselves are in `validators`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from grad_reverse.adaptation.validation.outputs import Outputs, model_outputs
+
+
+class Validator:
+    """Scores a trained model without target labels; higher is better.
+
+    Subclasses set `name` (the key `ValidatorCallback` logs as `val_<name>`),
+    `min_source` and `min_target` (the fewest points the method needs),
+    `reads_features` (whether the score reads the feature extractor's
+    output), and define `score(outputs)`, or `score_model` when the score
+    also runs the model (MixVal predicts its mixtures).
+    """
+
+    name = "validator"
+    min_source = 1
+    min_target = 1
+    reads_features = False
+
+    def check_sizes(self, n_source: int, n_target: int) -> None:
+        """A ValueError when there are too few points for this validator."""
+        if n_source < self.min_source or n_target < self.min_target:
+            raise ValueError(
+                f"{type(self).__name__}: needs at least {self.min_source} held-out source points and "
+                f"{self.min_target} target points, got {n_source} and {n_target}"
+            )
+
+    def score(self, outputs: Outputs) -> float:
+        raise NotImplementedError
+
+    def score_model(self, outputs: Outputs, model: Any, x_target: Any, from_logits: bool | None) -> float:
+        """The score from the model's outputs, and the model itself for what they do not hold."""
+        return self.score(outputs)
+
+    def __call__(
+        self, model: Any, x_source: Any, y_source: Any, x_target: Any, *, from_logits: bool | None = None
+    ) -> float:
+        """The model's score (higher is better) from held-out labeled source points and unlabeled target points."""
+        self.check_sizes(len(x_source), len(x_target))
+        outputs = model_outputs(type(self).__name__, model, x_source, y_source, x_target, from_logits)
+        return self.score_model(outputs, model, x_target, from_logits)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class PoolValidator(Validator):
+    """Scores every candidate of a pool at once, each against the others
+    (`score_pool`): there is no score of one model alone, so it cannot be
+    called on a model or logged by `ValidatorCallback`;
+    `select_without_labels` scores the candidates with it."""
+
+    def _refuse(self) -> ValueError:
+        return ValueError(
+            f"{type(self).__name__} ({self.name!r}) scores a pool of candidates at once, each against the "
+            "others, not one model: pass it to select_without_labels (with every candidate), not to a "
+            "model or to ValidatorCallback"
+        )
+
+    def score_pool(self, outputs: list) -> np.ndarray:
+        """One score per candidate, in the order of `outputs` (each candidate's `Outputs`)."""
+        raise NotImplementedError
+
+    def score(self, outputs: Outputs) -> float:
+        raise self._refuse()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> float:
+        raise self._refuse()

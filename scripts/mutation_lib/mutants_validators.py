@@ -1,0 +1,49 @@
+"""The curated mutants of choosing without target labels, round two: EnsV,
+MixVal and ValidatorCallback's EMA weights. mutant.py defines Mutant;
+mutants.py assembles MUTANTS from these and the other files'.
+"""
+
+from __future__ import annotations
+
+from mutation_lib.mutant import Mutant, T
+
+VALIDATOR_MUTANTS: tuple[Mutant, ...] = (
+    Mutant(
+        name="ensv-scores-against-own-predictions",
+        promise="EnsV scores each candidate against the pool's averaged predictions, not its own",
+        file="adaptation/validation/scores.py",
+        edits=(
+            (
+                "    return np.mean(stacked.argmax(axis=2) == pseudo[None, :], axis=1)\n",
+                "    return np.mean(stacked.argmax(axis=2) == stacked.argmax(axis=2), axis=1)\n",
+            ),
+        ),
+        tests=(
+            T + "adaptation/test_validators_ensv_mixval_bnm.py::test_ensemble_agreement_by_hand",
+            T + "adaptation/test_validators_ensv_mixval_bnm.py::"
+            "test_ensemble_validation_scores_each_candidate_against_the_pools_average",
+        ),
+    ),
+    Mutant(
+        name="mixval-ratio-ignored",
+        promise="MixVal mixes target points at the ratio it is given",
+        file="adaptation/validation/validators.py",
+        edits=(
+            (
+                "(self.ratio * x + (1.0 - self.ratio) * x[permutation])",
+                "(0.5 * x + 0.5 * x[permutation])",
+            ),
+        ),
+        tests=(T + "adaptation/test_validators_ensv_mixval_bnm.py::test_mixval_mixes_at_its_ratio_by_hand",),
+    ),
+    Mutant(
+        name="validator-callback-ema-swap-dropped",
+        promise="with use_ema=True, ValidatorCallback scores (and a checkpoint after it saves) the averaged weights",
+        file="adaptation/validation/callback.py",
+        edits=(("        self._put_average_in()\n", ""),),
+        tests=(
+            T + "adaptation/test_validator_callback.py::"
+            "test_with_ema_the_checkpoint_of_the_best_last_epoch_predicts_as_the_fitted_model",
+        ),
+    ),
+)
