@@ -62,7 +62,15 @@ def load(folder: str) -> tuple[dict, dict]:
                 row.update(cached.get(row.get("outputs"), {}))
                 row["folder"] = folder
                 runs[row["shift"]][row["seed"]].append(row)
+    for seeds in runs.values():  # a seed still training, or not yet scored, is left out
+        for seed in [s for s, rows in seeds.items() if not complete(rows)]:
+            del seeds[seed]
     return runs, ceilings
+
+
+def complete(rows: list) -> bool:
+    candidates = {r["candidate"] for r in rows}
+    return len(rows) == len(candidates) * last_epoch(rows) and all("val_source_accuracy" in r for r in rows)
 
 
 @lru_cache(maxsize=4096)
