@@ -157,7 +157,7 @@ def test_the_selection_tables_every_validator_asked_for(data):
 
 def test_the_selection_refuses_a_list_of_candidates(data):
     x, y, x_val, y_val, x_target = data
-    with pytest.raises(TypeError, match=r"candidates must be a dict \{name: trained model\}.*got list"):
+    with pytest.raises(ValueError, match=r"candidates must be a dict \{name: trained model\}.*got a list"):
         select_without_labels([_dann(plain=True), _dann()], x_val, y_val, x_target)
 
 

@@ -9,7 +9,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from grad_reverse.adaptation.validation import rule, scores
-from grad_reverse.adaptation.validation.validators import model_outputs, score_all, validator
+from grad_reverse.adaptation.validation.outputs import as_array_points, check_candidates, model_outputs
+from grad_reverse.adaptation.validation.validators import score_candidates, validator
 
 DEFAULT_CHOICE = rule.NAME
 
@@ -57,27 +58,6 @@ class Selection:
         return "\n".join(lines)
 
 
-def _check_candidates(candidates: Any, plain: str) -> None:
-    if not isinstance(candidates, Mapping):
-        raise TypeError(
-            "select_without_labels: candidates must be a dict {name: trained model} with the plain network "
-            f"under {plain!r}, got {type(candidates).__name__}; e.g. {{'plain': plain_model, 'dann@1': dann}}"
-        )
-    if plain not in candidates:
-        raise ValueError(
-            f"select_without_labels: the candidates must include the plain network (no adaptation) as "
-            f"{plain!r}, so that the choice can be not to adapt; got {sorted(candidates)}"
-        )
-
-
-def _by_rule(candidates: Mapping, x_source: Any, y_source: Any, x_target: Any, plain: str, from_logits: Any):
-    who = "select_without_labels"
-    outputs = {n: model_outputs(who, m, x_source, y_source, x_target, from_logits) for n, m in candidates.items()}
-    accuracy = {n: scores.accuracy(o.source_probabilities, o.source_labels) for n, o in outputs.items()}
-    probabilities = {n: o.target_probabilities for n, o in outputs.items()}
-    return rule.choose(accuracy, probabilities, len(x_source), plain)
-
-
 def select_without_labels(
     candidates: Mapping[str, Any],
     x_source: Any,
@@ -115,21 +95,29 @@ def select_without_labels(
     the rule, the higher held-out source accuracy, then the name that sorts
     first.
     """
-    _check_candidates(candidates, plain)
-    others = [validator(v) for v in also]
-    table: dict = {n: {} for n in candidates}
-    if validator_name == rule.NAME:
-        chosen, decided = _by_rule(candidates, x_source, y_source, x_target, plain, from_logits)
+    who = "select_without_labels"
+    chooser = None if validator_name == rule.NAME else validator(validator_name)
+    scorers = [chooser] if chooser is not None else []
+    scorers += [v for v in map(validator, also) if v.name not in {s.name for s in scorers}]
+    check_candidates(who, candidates, scorers)
+    if plain not in candidates:
+        raise ValueError(
+            f"{who}: the candidates must include the plain network (no adaptation) as {plain!r}, so that the "
+            f"choice can be not to adapt; got {sorted(candidates)}"
+        )
+    x_source, x_target = as_array_points(who, "x_source", x_source), as_array_points(who, "x_target", x_target)
+    outputs = {n: model_outputs(who, m, x_source, y_source, x_target, from_logits) for n, m in candidates.items()}
+    table = {n: {} for n in candidates}
+    if chooser is None:  # the default rule
+        accuracy = {n: scores.accuracy(o.source_probabilities, o.source_labels) for n, o in outputs.items()}
+        probabilities = {n: o.target_probabilities for n, o in outputs.items()}
+        chosen, decided = rule.choose(accuracy, probabilities, len(x_source), plain)
         for n in candidates:
             table[n].update(decided[n])
-        column = rule.NAME
-    else:
-        chooser = validator(validator_name)
-        others = [chooser] + [v for v in others if v.name != chooser.name]
-        column = chooser.name
-    for name, model in candidates.items():
-        found = score_all("select_without_labels", others, model, x_source, y_source, x_target, from_logits)
-        table[name].update({k: v for k, v in found.items() if k not in table[name]})
-    if column != rule.NAME:
+    found = score_candidates(who, scorers, candidates, x_source, y_source, x_target, from_logits, outputs)
+    for n in candidates:
+        table[n].update({k: v for k, v in found[n].items() if k not in table[n]})
+    column = rule.NAME if chooser is None else chooser.name
+    if chooser is not None:
         chosen = min(candidates, key=lambda n: (-table[n][column], n != plain, n))
     return Selection(name=chosen, model=candidates[chosen], table=table, validator=column, plain=plain)

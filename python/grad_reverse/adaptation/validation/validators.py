@@ -349,18 +349,27 @@ def score_all(
 
 
 def score_candidates(
-    who: str, validators: list, candidates: Any, x_source: Any, y_source: Any, x_target: Any, from_logits: bool | None
+    who: str,
+    validators: list,
+    candidates: Any,
+    x_source: Any,
+    y_source: Any,
+    x_target: Any,
+    from_logits: bool | None,
+    outputs: dict | None = None,
 ) -> dict:
     """`{candidate name: {validator name: score}}`: each candidate's outputs computed
-    once, the one-model validators scored on each, the pool validators on all
-    at once. The candidates are checked first (`check_candidates`)."""
+    once (or given: `{candidate name: Outputs}`), the one-model validators scored
+    on each, the pool validators on all at once. The candidates are checked
+    first (`check_candidates`)."""
     check_candidates(who, candidates, validators)
     x_source, x_target = as_array_points(who, "x_source", x_source), as_array_points(who, "x_target", x_target)
     single = [v for v in validators if not isinstance(v, PoolValidator)]
     pool = [v for v in validators if isinstance(v, PoolValidator)]
     for v in validators:
         v.check_sizes(len(x_source), len(x_target))
-    outputs = {name: model_outputs(who, m, x_source, y_source, x_target, from_logits) for name, m in candidates.items()}
+    if outputs is None:
+        outputs = {n: model_outputs(who, m, x_source, y_source, x_target, from_logits) for n, m in candidates.items()}
     table = {
         name: score_all(who, single, m, x_source, y_source, x_target, from_logits, outputs[name])
         for name, m in candidates.items()
