@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from grad_reverse._keras import KERAS_3, keras
-from grad_reverse.adaptation.training import keras_compat, steps as train_steps
+from grad_reverse.adaptation.training import distribution, keras_compat, steps as train_steps
 from grad_reverse.adaptation.networks import (
     build_adversary_on,
     build_on_one_point,
@@ -328,15 +328,17 @@ class AdversarialModel(keras.Model):
         # Keras may start at another epoch than initial_epoch (BackupAndRestore): the
         # ramp and the batches are placed at the epoch it starts, see `resume`.
         callbacks = [*(kwargs.pop("callbacks", None) or []), StartFollowsKeras(data.steps, data.position, int(epochs))]
-        return super().fit(
-            data.batches,
-            epochs=epochs,
-            steps_per_epoch=data.keras_steps_per_epoch,
-            initial_epoch=initial_epoch,
-            shuffle=False,
-            callbacks=callbacks,
-            **kwargs,
-        )
+        # Under Keras' distribution API (JAX): its rules checked, the model's own batches already per process.
+        with distribution.fit_scope(self, own_batches=data.position is not None):
+            return super().fit(
+                data.batches,
+                epochs=epochs,
+                steps_per_epoch=data.keras_steps_per_epoch,
+                initial_epoch=initial_epoch,
+                shuffle=False,
+                callbacks=callbacks,
+                **kwargs,
+            )
 
     # --- saving ----------------------------------------------------------------------
 
