@@ -30,7 +30,9 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--process-id", type=int, default=0)
     parser.add_argument("--port", type=int, default=0, help="the coordinator's port on 127.0.0.1")
     parser.add_argument("--mistakes", default="", help=f"comma-separated, of {', '.join(MISTAKES)}")
-    parser.add_argument("--record", default=None, help="an .npz of the first batch this process drew ({i}: the process id)")
+    parser.add_argument(
+        "--record", default=None, help="an .npz of the first batch this process drew ({i}: the process id)"
+    )
     split = argv.index("--") if "--" in argv else len(argv)
     own = parser.parse_args(argv[:split])
     groups: list = []

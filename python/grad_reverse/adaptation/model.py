@@ -22,13 +22,14 @@ from __future__ import annotations
 from typing import Any
 
 from grad_reverse._keras import KERAS_3, keras
-from grad_reverse.adaptation.training import distribution, keras_compat, steps as train_steps
 from grad_reverse.adaptation.networks import (
     build_adversary_on,
     build_on_one_point,
     build_unbuilt_parts,
     remember_points,
 )
+from grad_reverse.adaptation.training import distribution, keras_compat
+from grad_reverse.adaptation.training import steps as train_steps
 from grad_reverse.adaptation.training.optimizers import build_every_optimizer, make_part_optimizers, optimizer_groups
 from grad_reverse.adaptation.training.resume import StartFollowsKeras, load_plan, save_plan
 from grad_reverse.backend_ops import ops, replicas_in_sync

@@ -79,12 +79,12 @@ class PairedBatches(keras.utils.PyDataset):
         steps: int,
         shuffle: bool,
         seed: int,
-        share: distribution.Share = distribution.Share(),
+        share: distribution.Share | None = None,
     ) -> None:
         """`split`: the global batch's `(source, target)` points; `share`: the slice of them this process
         yields (all of them by default)."""
         super().__init__(workers=1, use_multiprocessing=False)
-        self.x, self.y, self.target, self.share = x, y, target, share
+        self.x, self.y, self.target, self.share = x, y, target, share or distribution.Share()
         self.steps = int(steps)
         self._source = _Stream(len(x), split[0], seed, shuffle)
         self._target = _Stream(len(target), split[1], seed + 1, shuffle)
