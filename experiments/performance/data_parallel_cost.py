@@ -6,11 +6,13 @@ without a distribution, side by side in one run.
 
 The fit is the README's "DANN in ten lines" (moons, 150 points a class,
 batches of 150 source + 150 target points, 15 sigmoid features, Adam(0.01)
-with EMA). Each case has its own model, compiled and warmed up by a first
-fit of 20 steps (the step is compiled then); each round then times one more
-fit of `--steps` steps of both cases, in alternating order. It prints each
-case's median and the ratio of the medians (DataParallel / none) and exits 1
-when the ratio is over `--max-ratio` (1.05: the goal of docs/distributed.md).
+with EMA). Each case runs in a process of its own (Keras' distribution is
+global to a process), started in alternating order, `--rounds` of each: the
+process makes its model (under the distribution, or without one), warms up
+with a fit of 20 steps (the step is compiled then), then times a fit of
+`--steps` steps. It prints each case's median and the ratio of the medians
+(DataParallel / none) and exits 1 when the ratio is over `--max-ratio`
+(1.05: the goal of docs/distributed.md).
 
 Scaling (two devices against one) cannot be measured on a machine with no
 more cores than the study's (forced host devices share the same cores); this
@@ -20,7 +22,9 @@ script measures only the cost of the distribution's machinery.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -29,18 +33,20 @@ import keras
 import grad_reverse
 from grad_reverse.demo.data import make_domains
 
+CASES = ("none", "DataParallel")
+
 
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--max-ratio", type=float, default=1.05)
+    parser.add_argument("--case", choices=CASES, default=None, help="(the child process: one case, timed)")
     return parser.parse_args(argv)
 
 
-def model(distribution) -> keras.Model:
-    """The README's DANN, made (variables placed) under `distribution` (None: no distribution)."""
-    keras.distribution.set_distribution(distribution)
+def model() -> keras.Model:
+    """The README's DANN, made (its variables placed) under the process's distribution."""
     keras.utils.set_random_seed(0)
 
     def dense(inputs: int, units: int, activation: str = "sigmoid") -> keras.Sequential:
@@ -51,14 +57,22 @@ def model(distribution) -> keras.Model:
     return dann
 
 
-def timed_fit(case: tuple, steps: int) -> float:
-    model_, distribution, moons = case
-    keras.distribution.set_distribution(distribution)
-    start = time.perf_counter()
-    model_.fit(
-        moons.x_source, moons.y_source, target=moons.x_target, batch_size=300, steps_per_epoch=steps, seed=0, verbose=0
-    )
-    return time.perf_counter() - start
+def one_case(case: str, steps: int) -> float:
+    """Seconds of a `steps`-step fit of a warmed-up model, with or without `DataParallel` on one device."""
+    import jax
+
+    if case == "DataParallel":
+        keras.distribution.set_distribution(keras.distribution.DataParallel(devices=jax.devices()[:1]))
+    moons = make_domains(seed=0, n_per_class=150)
+    dann = model()
+    times = []
+    for n in (20, steps):
+        start = time.perf_counter()
+        dann.fit(
+            moons.x_source, moons.y_source, target=moons.x_target, batch_size=300, steps_per_epoch=n, seed=0, verbose=0
+        )
+        times.append(time.perf_counter() - start)
+    return times[-1]
 
 
 def main(argv: list[str]) -> int:
@@ -66,28 +80,25 @@ def main(argv: list[str]) -> int:
     if keras.backend.backend() != "jax":
         print(f"Keras' distribution API is JAX's here; this process runs Keras on {keras.backend.backend()}")
         return 2
+    if args.case:
+        print(f"SECONDS {one_case(args.case, args.steps)}")
+        return 0
     import jax
 
-    moons = make_domains(seed=0, n_per_class=150)
-    one_device = keras.distribution.DataParallel(devices=jax.devices()[:1])
-    cases = {"none": None, "DataParallel, one device": one_device}
-    built = {name: (model(distribution), distribution, moons) for name, distribution in cases.items()}
-    for case in built.values():
-        timed_fit(case, 20)  # compiles the step
-    times: dict = {name: [] for name in cases}
+    times: dict = {case: [] for case in CASES}
     for round_ in range(args.rounds):
-        order = list(cases) if round_ % 2 == 0 else list(reversed(cases))
-        for name in order:
-            times[name].append(timed_fit(built[name], args.steps))
-    medians = {name: statistics.median(values) for name, values in times.items()}
+        for case in CASES if round_ % 2 == 0 else reversed(CASES):
+            command = [sys.executable, __file__, "--case", case, "--steps", str(args.steps)]
+            done = subprocess.run(command, env=os.environ, capture_output=True, text=True, check=True)
+            times[case].append(float(done.stdout.split("SECONDS ")[-1]))
+    medians = {case: statistics.median(values) for case, values in times.items()}
     print(f"device: {jax.devices()[0]}, jax {jax.__version__}, keras {keras.__version__}")
     print(f"{args.rounds} rounds of a {args.steps}-step DANN.fit (README's moons), medians:")
-    for name, median in medians.items():
-        spread = ", ".join(f"{t:.3f}" for t in times[name])
-        print(f"  {name}: {median:.3f} s ({spread})")
-    ratio = medians["DataParallel, one device"] / medians["none"]
-    print(f"ratio DataParallel / none: {ratio:.3f} (goal <= {args.max_ratio})")
-    keras.distribution.set_distribution(None)
+    for case, median in medians.items():
+        spread = ", ".join(f"{t:.3f}" for t in times[case])
+        print(f"  {case}: {median:.3f} s ({spread})")
+    ratio = medians["DataParallel"] / medians["none"]
+    print(f"ratio DataParallel (one device) / none: {ratio:.3f} (goal <= {args.max_ratio})")
     return 0 if ratio <= args.max_ratio else 1
 
 

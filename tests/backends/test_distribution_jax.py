@@ -166,3 +166,23 @@ def test_unequal_data_across_processes_is_refused_on_every_process_before_any_st
     for stdout in run_processes(2, lambda i: [setup], ["--mistakes", "unequal-data"]):
         line = refusals(stdout)["unequal-data"]
         assert "after 0 steps" in line and "these differ between processes: x, y" in line
+
+
+class StandInDataset:
+    """What the models know a tf.data dataset by (`element_spec`), without TensorFlow in this process."""
+
+    element_spec = None
+
+
+def test_a_tf_data_dataset_under_a_distribution_on_jax_is_refused_before_any_step(tmp_path):
+    import jax
+    import keras
+
+    keras.distribution.set_distribution(keras.distribution.DataParallel(devices=jax.devices()))
+    try:
+        model = preemption.build(preemption.parse(["--backup", str(tmp_path), "--out", "unused"]), keras)
+        with pytest.raises(ValueError, match="got a tf.data dataset as x"):
+            model.fit(StandInDataset(), target=np.zeros((4, 2), "float32"), batch_size=16)
+        assert int(model.optimizer.iterations.numpy()) == 0
+    finally:
+        keras.distribution.set_distribution(None)
