@@ -66,9 +66,7 @@ def test_ties_go_to_plain_then_source_accuracy_then_name_whatever_the_order():
     assert rule.choose(accuracy, probabilities, 500, "plain")[0] == "plain"
     without_plain_tie = dict(probabilities, plain=one_hot([2, 2, 2, 0]))
     for order in (["zeta", "plain", "alpha", "beta"], ["beta", "alpha", "plain", "zeta"]):
-        chosen, _ = rule.choose(
-            {n: accuracy[n] for n in order}, {n: without_plain_tie[n] for n in order}, 500, "plain"
-        )
+        chosen, _ = rule.choose({n: accuracy[n] for n in order}, {n: without_plain_tie[n] for n in order}, 500, "plain")
         assert chosen == "beta", order  # beta and zeta tie on agreement and accuracy: the name decides
 
 

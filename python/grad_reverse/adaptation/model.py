@@ -28,7 +28,7 @@ from grad_reverse.adaptation.networks import (
     build_unbuilt_parts,
     remember_points,
 )
-from grad_reverse.adaptation.training import keras_compat
+from grad_reverse.adaptation.training import distribution, keras_compat
 from grad_reverse.adaptation.training import steps as train_steps
 from grad_reverse.adaptation.training.optimizers import build_every_optimizer, make_part_optimizers, optimizer_groups
 from grad_reverse.adaptation.training.resume import StartFollowsKeras, load_plan, save_plan
@@ -329,15 +329,17 @@ class AdversarialModel(keras.Model):
         # Keras may start at another epoch than initial_epoch (BackupAndRestore): the
         # ramp and the batches are placed at the epoch it starts, see `resume`.
         callbacks = [*(kwargs.pop("callbacks", None) or []), StartFollowsKeras(data.steps, data.position, int(epochs))]
-        return super().fit(
-            data.batches,
-            epochs=epochs,
-            steps_per_epoch=data.keras_steps_per_epoch,
-            initial_epoch=initial_epoch,
-            shuffle=False,
-            callbacks=callbacks,
-            **kwargs,
-        )
+        # Under Keras' distribution API (JAX): its rules checked, the model's own batches already per process.
+        with distribution.fit_scope(self, own_batches=data.position is not None):
+            return super().fit(
+                data.batches,
+                epochs=epochs,
+                steps_per_epoch=data.keras_steps_per_epoch,
+                initial_epoch=initial_epoch,
+                shuffle=False,
+                callbacks=callbacks,
+                **kwargs,
+            )
 
     # --- saving ----------------------------------------------------------------------
 

@@ -10,6 +10,10 @@ number alone: a fit resumed at any epoch (`StartFollowsKeras` sets the
 epoch's first batch number) draws the uninterrupted fit's batches, and
 nothing is drawn twice or skipped. On TensorFlow `tf.data` draws them
 (`batches.paired_dataset`), in another order from the same rules.
+
+Under Keras' distribution API on many processes (`training.distribution`),
+each process is given the same arrays and yields its own slice (`share`) of
+each domain's points of every global batch.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from grad_reverse._keras import keras
+from grad_reverse.adaptation.training import distribution
 from grad_reverse.adaptation.training.batch_rules import (
     DEFAULT_BATCH_SIZE,
     FitData,
@@ -66,10 +71,20 @@ class PairedBatches(keras.utils.PyDataset):
     follows_epochs = True  # `StartFollowsKeras` gives the first batch number of every epoch
 
     def __init__(
-        self, x: np.ndarray, y: np.ndarray, target: np.ndarray, split: tuple, steps: int, shuffle: bool, seed: int
+        self,
+        x: np.ndarray,
+        y: np.ndarray,
+        target: np.ndarray,
+        split: tuple,
+        steps: int,
+        shuffle: bool,
+        seed: int,
+        share: distribution.Share | None = None,
     ) -> None:
+        """`split`: the global batch's `(source, target)` points; `share`: the slice of them this process
+        yields (all of them by default)."""
         super().__init__(workers=1, use_multiprocessing=False)
-        self.x, self.y, self.target = x, y, target
+        self.x, self.y, self.target, self.share = x, y, target, share or distribution.Share()
         self.steps = int(steps)
         self._source = _Stream(len(x), split[0], seed, shuffle)
         self._target = _Stream(len(target), split[1], seed + 1, shuffle)
@@ -83,9 +98,10 @@ class PairedBatches(keras.utils.PyDataset):
         self.first = int(first)
 
     def batch(self, number: int) -> tuple:
-        """Batch `number` of the fit (counted from its first epoch)."""
-        source = self._source.indices(number)
-        return (self.x[source], self.target[self._target.indices(number)]), self.y[source]
+        """This process's share of batch `number` of the fit (counted from its first epoch)."""
+        source = self.share.of(self._source.indices(number))
+        target = self.share.of(self._target.indices(number))
+        return (self.x[source], self.target[target]), self.y[source]
 
     def __getitem__(self, index: int) -> tuple:
         return self.batch(self.first + int(index))
@@ -112,6 +128,18 @@ def _as_array(value: Any, what: str, method: str) -> np.ndarray:
         )
     array = keras.ops.convert_to_numpy(value) if not isinstance(value, np.ndarray) else value
     return np.asarray(array)
+
+
+def _check_own_batches(method: str, source: int, target: int, steps: int) -> None:
+    """A user's dataset of batches under a distribution: every process yields its own share, as Keras
+    takes it with `auto_shard_dataset=False`; the shares must split across the devices, and every
+    process must run as many steps with shares of one size."""
+    placed = distribution.current()
+    if placed is None:
+        return
+    processes = distribution.share_of_process().count
+    distribution.check_batch(method, (source * processes, target * processes), placed)
+    distribution.check_same_everywhere(method, {"the points of a batch": (source, target), "steps": steps})
 
 
 def fit_data(
@@ -144,8 +172,9 @@ def fit_data(
     if isinstance(x, keras.utils.PyDataset) and y is None and target is None:
         if batch_size is not None:
             raise ValueError(f"{method}.fit: batch_size applies to arrays; a dataset of batches has its own")
-        (x_source, _), _ = x[0][:2]
+        (x_source, x_target), _ = x[0][:2]
         steps = steps_per_epoch or len(x)
+        _check_own_batches(method, len(x_source), len(x_target), steps)
         spec = (tuple(x_source.shape), str(np.asarray(x_source).dtype))
         return FitData(x, steps, spec, None, steps_per_epoch)
     if y is None:
@@ -175,9 +204,15 @@ def fit_data(
     batch_size = DEFAULT_BATCH_SIZE if batch_size is None else batch_size
     split = split_batch_size(batch_size, source_fraction)
     steps = steps_per_epoch or one_pass_steps(len(x), split[0])
-    # Without a seed, one drawn now: the fit's batches stay a function of their number.
+    # Without a seed, one drawn now (on many processes, process 0's): the batches stay a function of their number.
+    seed = distribution.common_seed(seed)
     seed = int(np.random.SeedSequence().entropy % (2**31)) if seed is None else int(seed)
-    batches = PairedBatches(x, y, target, split, steps, bool(shuffle), seed)
+    placed = distribution.current()
+    if placed is not None:
+        distribution.check_batch(method, split, placed)
+        fields = {"x": x, "y": y, "target": target, "batch_size": split, "steps_per_epoch": steps}
+        distribution.check_same_everywhere(method, {**fields, "shuffle": int(bool(shuffle)), "seed": seed})
+    batches = PairedBatches(x, y, target, split, steps, bool(shuffle), seed, distribution.share_of_process())
     # The model is built on one point of the floating type Keras computes in (JAX has no float64 by default).
     dtype = keras.backend.floatx() if np.issubdtype(x.dtype, np.floating) else str(x.dtype)
     return FitData(batches, steps, ((1, *x.shape[1:]), dtype), batches, None)
