@@ -8,8 +8,9 @@ scores every checkpoint by every one-model validator (the package's own
 classes on those arrays, MixVal from the saved mixtures' predictions) and
 caches the scores in `<folder>/scores/<shift>.jsonl` (one line per
 checkpoint, keyed by its outputs' path); a checkpoint already scored is
-skipped, so adding a validator means adding it to `ONE_MODEL` and running
-again with `--again`. Pool-level choices (EnsV, the default rule) read the
+skipped (`--only` scores some validators first; the next run adds the rest),
+so adding a validator means adding it to `ONE_MODEL` and running again;
+`--again` scores everything anew. Pool-level choices (EnsV, the default rule) read the
 outputs directly: `validator_study_table.py`.
 """
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import glob
 import json
+import multiprocessing
 import os
 import time
 
@@ -70,33 +72,46 @@ ONE_MODEL = {
 }
 
 
-def score_folder(folder: str, again: bool = False) -> None:
+def score_folder(folder: str, again: bool = False, only: list | None = None, workers: int = 1) -> None:
+    """Scores every saved checkpoint by `only` (default: every one-model
+    validator) where the cache lacks a score, appending to the cache."""
+    names = only or list(ONE_MODEL)
     os.makedirs(os.path.join(folder, "scores"), exist_ok=True)
     for path in sorted(glob.glob(os.path.join(folder, "*.jsonl"))):
         shift = os.path.basename(path)[: -len(".jsonl")]
         cache_path = os.path.join(folder, "scores", f"{shift}.jsonl")
-        done = set()
+        done: dict = {}
         if os.path.exists(cache_path) and not again:
             with open(cache_path) as f:
-                done = {json.loads(line)["outputs"] for line in f}
+                for r in map(json.loads, f):
+                    done.setdefault(r["outputs"], set()).update(k[len("val_") :] for k in r if k.startswith("val_"))
         with open(path) as f:
-            todo = [r["outputs"] for r in map(json.loads, f) if "outputs" in r and r["outputs"] not in done]
+            rows = [r["outputs"] for r in map(json.loads, f) if "outputs" in r]
+        todo = [(rel, [n for n in names if n not in done.get(rel, set())]) for rel in rows]
+        todo = [(rel, missing) for rel, missing in todo if missing]
         start = time.perf_counter()
-        with open(cache_path, "w" if again else "a") as out:
-            for rel in todo:
-                outputs, saved = load_outputs(os.path.join(folder, rel))
-                row = {"outputs": rel, "n_source": len(outputs.source_labels)}
-                row.update({f"val_{name}": float(fn(outputs, saved)) for name, fn in ONE_MODEL.items()})
+        with multiprocessing.Pool(workers) as pool, open(cache_path, "w" if again else "a") as out:
+            for row in pool.imap(_score_one, [(folder, rel, missing) for rel, missing in todo]):
                 out.write(json.dumps(row) + "\n")
         print(f"{shift}: {len(todo)} checkpoints scored ({time.perf_counter() - start:.0f} s)", flush=True)
+
+
+def _score_one(job: tuple) -> dict:
+    folder, rel, names = job
+    outputs, saved = load_outputs(os.path.join(folder, rel))
+    row = {"outputs": rel, "n_source": len(outputs.source_labels)}
+    row.update({f"val_{name}": float(ONE_MODEL[name](outputs, saved)) for name in names})
+    return row
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("folder")
     parser.add_argument("--again", action="store_true", help="score every checkpoint again")
+    parser.add_argument("--only", help="comma-separated validators (default: all of ONE_MODEL)")
+    parser.add_argument("--workers", type=int, default=1, help="processes scoring at once")
     args = parser.parse_args()
-    score_folder(args.folder, args.again)
+    score_folder(args.folder, args.again, args.only.split(",") if args.only else None, args.workers)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ given), and every checkpoint of every candidate (the epoch too).
 * `ensv`: EnsV over the whole pool (each checkpoint's agreement with the
   pool's averaged target predictions);
 * `rule`: the package's default (`grad_reverse.adaptation.validation.rule`:
-  the held-out source gate, then EnsV among the gated), on the saved outputs;
+  the held-out source gate, then MixVal among the gated), on the saved outputs;
 * `gated_<v>`: the same gate, then validator `v` among the gated (considered
   while choosing the rule).
 
@@ -41,7 +41,7 @@ from validator_study_scores import ONE_MODEL
 from grad_reverse.adaptation.validation import rule, scores
 
 POINT = 0.01
-GATED = ("entropy", "im", "snd", "dev", "source_and_alignment", "bnm", "mixval", "borda")
+GATED = ("ensv", "entropy", "im", "snd", "dev", "source_and_alignment", "bnm", "borda")
 BORDA = ("ensv", "mixval", "im", "source_and_alignment")
 
 
@@ -52,7 +52,8 @@ def load(folder: str) -> tuple[dict, dict]:
     cached: dict = {}
     for path in glob.glob(os.path.join(folder, "scores", "*.jsonl")):
         with open(path) as f:
-            cached.update({r["outputs"]: r for r in map(json.loads, f)})
+            for r in map(json.loads, f):  # a checkpoint's scores may come in several lines
+                cached.setdefault(r["outputs"], {}).update(r)
     for path in sorted(glob.glob(os.path.join(folder, "*.jsonl"))):
         with open(path) as f:
             for row in map(json.loads, f):
@@ -68,9 +69,16 @@ def load(folder: str) -> tuple[dict, dict]:
     return runs, ceilings
 
 
+CANDIDATES = 13  # the plain network, and DANN, CDAN, CDAN+E, MDD at three lambdas (validator_study.candidates)
+
+
 def complete(rows: list) -> bool:
     candidates = {r["candidate"] for r in rows}
-    return len(rows) == len(candidates) * last_epoch(rows) and all("val_source_accuracy" in r for r in rows)
+    return (
+        len(candidates) == CANDIDATES
+        and len(rows) == CANDIDATES * last_epoch(rows)
+        and all("val_source_accuracy" in r for r in rows)
+    )
 
 
 @lru_cache(maxsize=4096)
@@ -116,11 +124,11 @@ def choose(pool: list, plain: dict, how: str) -> tuple[dict, dict | None]:
         agreement = scores.ensemble_agreement([target_probabilities(r["folder"], r["outputs"]) for r in pool])
         values = dict(zip(map(key, pool), agreement))
         return by_score(pool, values), values
-    if how == "rule":
+    if how == "rule":  # the package's own rule, MixVal read from the saved mixtures' scores
         names = {key(r): r for r in pool}
         chosen, _ = rule.choose(
             {k: r["val_source_accuracy"] for k, r in names.items()},
-            {k: target_probabilities(r["folder"], r["outputs"]) for k, r in names.items()},
+            lambda gated: {k: names[k]["val_mixval"] for k in gated},
             plain["n_source"],
             key(plain),
         )
@@ -164,10 +172,27 @@ def ways() -> list:
     return list(ONE_MODEL) + ["ensv"] + [f"gated_{v}" for v in GATED] + ["rule"]
 
 
+def needs(how: str) -> list:
+    """The cached scores a way of choosing reads."""
+    if how in ONE_MODEL:
+        return [f"val_{how}"]
+    if how == "borda":
+        return [f"val_{v}" for v in BORDA if v != "ensv"]
+    if how.startswith("gated_"):
+        return ["val_source_accuracy"] + needs(how[len("gated_") :])
+    if how == "rule":
+        return ["val_source_accuracy", "val_mixval"]
+    return ["val_source_accuracy"]
+
+
 def shift_rows(seeds: dict, ceilings: dict, last_only: bool) -> list:
     out = []
     for how in ways():
+        if not all(k in r for rows in seeds.values() for r in rows for k in needs(how)):
+            continue  # not scored yet (validator_study_scores.py --only)
         per_seed = [seed_result(rows, how, last_only) for rows in seeds.values()]
+        if not per_seed:
+            continue
         plain, chosen, oracle = (float(np.mean([s[k] for s in per_seed])) for k in ("plain", "chosen", "oracle"))
         out.append(
             {
@@ -249,7 +274,7 @@ def main() -> None:
     parser.add_argument("--shifts", help="comma-separated shifts (default: all in the folder)")
     args = parser.parse_args()
     runs, ceilings = load(args.folder)
-    shifts = args.shifts.split(",") if args.shifts else sorted(runs)
+    shifts = [s for s in (args.shifts.split(",") if args.shifts else sorted(runs)) if runs[s]]
     for last_only, pool in ((True, "the last checkpoints"), (False, "every checkpoint")):
         results = {s: shift_rows(runs[s], ceilings.get(s, {}), last_only) for s in shifts}
         print(f"### The pool: {pool} of every candidate\n")

@@ -1,10 +1,9 @@
 """The default choice without target labels (`grad_reverse.adaptation.validation.rule`):
-the held-out source gate, the ensemble ranking among the gated, the ties;
-numbers written out by hand."""
+the held-out source gate, the ranking among the gated, the ties; numbers
+written out by hand."""
 
 import math
 
-import numpy as np
 import pytest
 
 from grad_reverse.adaptation.validation import rule
@@ -23,53 +22,50 @@ def test_the_gate_margin_is_the_held_out_samples_own_noise():
         rule.gate_margin(1.0, 0)
 
 
-def one_hot(classes, k=3, confidence=0.8):
-    p = np.full((len(classes), k), (1 - confidence) / (k - 1))
-    p[np.arange(len(classes)), classes] = confidence
-    return p
+def ranking(scores, asked=None):
+    """A ranking function that gives `scores` and records which candidates it was asked about."""
+
+    def rank(gated):
+        if asked is not None:
+            asked.extend(gated)
+        return {n: scores[n] for n in gated}
+
+    return rank
 
 
-def test_the_gated_candidate_agreeing_most_with_the_gated_ensemble_wins():
-    # Target points' predicted classes, by hand. The ensemble of the gated
-    # (plain, a, b) takes the majority per point: [0, 1, 2, 2, 1, 0].
-    predictions = {
-        "plain": [0, 1, 2, 0, 0, 0],  # agrees on points 0, 1, 2, 5: 4 of 6
-        "a": [0, 1, 2, 2, 1, 0],  # agrees on all 6
-        "b": [1, 1, 1, 2, 1, 0],  # agrees on 1, 3, 4, 5: 4 of 6
-        "collapsed": [2, 2, 2, 2, 2, 2],  # refused by the gate: takes no part in the ensemble
-    }
-    probabilities = {n: one_hot(c) for n, c in predictions.items()}
+def test_the_gated_candidate_ranked_highest_wins_and_the_refused_are_not_ranked():
+    # MixVal scores by hand; "collapsed" would rank highest (one class everywhere is
+    # "consistent"), but its source accuracy is far below the gate.
+    mixval = {"plain": 0.71, "a": 0.78, "b": 0.74, "collapsed": 1.0}
     accuracy = {"plain": 0.95, "a": 0.94, "b": 0.95, "collapsed": 0.60}
-    chosen, table = rule.choose(accuracy, probabilities, 200, "plain")
+    asked = []
+    chosen, table = rule.choose(accuracy, ranking(mixval, asked), 200, "plain")
     assert chosen == "a"
-    assert table["a"][rule.NAME] == pytest.approx(1.0)
-    assert table["plain"][rule.NAME] == pytest.approx(4 / 6)
-    assert table["b"][rule.NAME] == pytest.approx(4 / 6)
+    assert sorted(asked) == ["a", "b", "plain"]  # the refused candidate costs no ranking
+    assert table["a"][rule.NAME] == pytest.approx(0.78)
     assert math.isnan(table["collapsed"][rule.NAME]) and table["collapsed"]["gated"] == 0.0
     assert [table[n]["gated"] for n in ("plain", "a", "b")] == [1.0, 1.0, 1.0]
+    assert table["b"]["source_accuracy"] == 0.95
 
 
-def test_a_candidate_below_the_gate_cannot_win_even_when_it_agrees_most():
-    predictions = {"plain": [0, 1, 2], "low": [0, 1, 2]}
-    probabilities = {n: one_hot(c) for n, c in predictions.items()}
+def test_a_candidate_below_the_gate_cannot_win_even_when_it_ranks_highest():
+    mixval = {"plain": 0.7, "low": 0.9}
     # margin at 0.9 on 100 points: 2 sqrt(2 * (91/102) * (11/102) / 100) = 0.0878
-    chosen, table = rule.choose({"plain": 0.9, "low": 0.81}, probabilities, 100, "plain")
+    chosen, table = rule.choose({"plain": 0.9, "low": 0.81}, ranking(mixval), 100, "plain")
     assert chosen == "plain" and table["low"]["gated"] == 0.0
-    chosen, table = rule.choose({"plain": 0.9, "low": 0.82}, probabilities, 100, "plain")
-    assert table["low"]["gated"] == 1.0
+    chosen, table = rule.choose({"plain": 0.9, "low": 0.82}, ranking(mixval), 100, "plain")
+    assert chosen == "low" and table["low"]["gated"] == 1.0
 
 
 def test_ties_go_to_plain_then_source_accuracy_then_name_whatever_the_order():
-    same = one_hot([0, 1, 2, 1])
-    probabilities = {"zeta": same, "plain": same, "alpha": same, "beta": same}
     accuracy = {"zeta": 0.97, "plain": 0.96, "alpha": 0.96, "beta": 0.97}
-    assert rule.choose(accuracy, probabilities, 500, "plain")[0] == "plain"
-    without_plain_tie = dict(probabilities, plain=one_hot([2, 2, 2, 0]))
+    assert rule.choose(accuracy, ranking(dict.fromkeys(accuracy, 0.8)), 500, "plain")[0] == "plain"
+    tied_above_plain = {"zeta": 0.8, "plain": 0.7, "alpha": 0.8, "beta": 0.8}
     for order in (["zeta", "plain", "alpha", "beta"], ["beta", "alpha", "plain", "zeta"]):
-        chosen, _ = rule.choose({n: accuracy[n] for n in order}, {n: without_plain_tie[n] for n in order}, 500, "plain")
-        assert chosen == "beta", order  # beta and zeta tie on agreement and accuracy: the name decides
+        chosen, _ = rule.choose({n: accuracy[n] for n in order}, ranking(tied_above_plain), 500, "plain")
+        assert chosen == "beta", order  # beta and zeta tie on the score and accuracy: the name decides
 
 
 def test_the_rule_needs_the_plain_network():
     with pytest.raises(ValueError, match="plain network 'plain'"):
-        rule.choose({"a": 1.0}, {"a": one_hot([0])}, 10, "plain")
+        rule.choose({"a": 1.0}, ranking({"a": 0.5}), 10, "plain")

@@ -149,8 +149,8 @@ def test_the_selection_refuses_candidates_without_the_plain_network(data):
 def test_the_selection_tables_every_validator_asked_for(data):
     x, y, x_val, y_val, x_target = data
     chosen = select_without_labels(_candidates(), x_val, y_val, x_target, also=("dev", "im", "source_accuracy"))
-    assert chosen.validator == DEFAULT_CHOICE == "gated_ensv"
-    assert all(set(row) == {"source_accuracy", "gated", "gated_ensv", "dev", "im"} for row in chosen.table.values())
+    assert chosen.validator == DEFAULT_CHOICE == "gated_mixval"
+    assert all(set(row) == {"source_accuracy", "gated", "gated_mixval", "dev", "im"} for row in chosen.table.values())
     by_one = select_without_labels(_candidates(), x_val, y_val, x_target, validator_name="im", also=("dev",))
     assert by_one.validator == "im" and all(set(row) == {"im", "dev"} for row in by_one.table.values())
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from grad_reverse.adaptation.validation import rule, scores
 from grad_reverse.adaptation.validation.outputs import as_array_points, check_candidates, model_outputs
-from grad_reverse.adaptation.validation.validators import score_candidates, validator
+from grad_reverse.adaptation.validation.validators import MixVal, score_candidates, validator
 
 DEFAULT_CHOICE = rule.NAME
 
@@ -24,7 +24,7 @@ class Selection:
       model: the chosen candidate.
       table: `{candidate name: {column: score}}` for every candidate: the
         column that decided (`validator`), and what else was scored.
-      validator: the name of the column that decided: `gated_ensv` for the
+      validator: the name of the column that decided: `gated_mixval` for the
         default rule (with `source_accuracy` and `gated`, 1.0 or 0.0, beside
         it), else the validator's name.
       plain: the name of the plain network among the candidates.
@@ -80,12 +80,12 @@ def select_without_labels(
       x_source, y_source: held-out labeled source points (no candidate trained on them).
       x_target: unlabeled target points (an array).
       plain: the plain network's name among the candidates.
-      validator_name: what chooses: `"gated_ensv"` (`DEFAULT_CHOICE`, the
-        rule of `grad_reverse.adaptation.validation.rule`: candidates within
-        the held-out sample's noise of the plain network's source accuracy,
-        ranked by their agreement with those candidates' ensemble on the
-        target), or one validator (a name of `VALIDATORS` or a `Validator`):
-        the highest score wins.
+      validator_name: what chooses: `"gated_mixval"` (`DEFAULT_CHOICE`, the
+        rule of `grad_reverse.adaptation.validation.rule`: the candidates
+        within the held-out sample's noise of the plain network's source
+        accuracy, ranked by MixVal on the target), or one validator (a name
+        of `VALIDATORS` or `POOL_VALIDATORS`, or a `Validator`): the highest
+        score wins.
       also: more validators to score in the table, for the record.
       from_logits: whether the label heads output logits; default: told from
         each head's last activation.
@@ -110,8 +110,12 @@ def select_without_labels(
     table = {n: {} for n in candidates}
     if chooser is None:  # the default rule
         accuracy = {n: scores.accuracy(o.source_probabilities, o.source_labels) for n, o in outputs.items()}
-        probabilities = {n: o.target_probabilities for n, o in outputs.items()}
-        chosen, decided = rule.choose(accuracy, probabilities, len(x_source), plain)
+        mixval = MixVal()
+
+        def rank(gated: list) -> dict:  # MixVal predicts mixtures: only the gated candidates pay for it
+            return {n: mixval.score_model(outputs[n], candidates[n], x_target, from_logits) for n in gated}
+
+        chosen, decided = rule.choose(accuracy, rank, len(x_source), plain)
         for n in candidates:
             table[n].update(decided[n])
     found = score_candidates(who, scorers, candidates, x_source, y_source, x_target, from_logits, outputs)
