@@ -1,6 +1,6 @@
 """A mutant: one promise of the package, the smallest edit that breaks it, and
-the tests that must fail when it is applied (mutants.py and
-mutants_adaptation.py hold the curated ones)."""
+the tests that must fail when it is applied (mutants.py and the
+mutants_*.py files it assembles hold the curated ones)."""
 
 from __future__ import annotations
 
