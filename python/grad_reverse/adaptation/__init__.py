@@ -26,6 +26,7 @@ are `grad_reverse.schedule`'s.
 from grad_reverse.adaptation.cdan import CDAN
 from grad_reverse.adaptation.dann import DANN
 from grad_reverse.adaptation.mdd import MDD
+from grad_reverse.adaptation.validation.callback import ValidatorCallback
 from grad_reverse.adaptation.validation.reverse_validation import (
     ReverseValidation,
     ReverseValidator,
@@ -33,7 +34,6 @@ from grad_reverse.adaptation.validation.reverse_validation import (
     select_by_reverse_validation,
 )
 from grad_reverse.adaptation.validation.selection import Selection, select_without_labels
-from grad_reverse.adaptation.validation.callback import ValidatorCallback
 from grad_reverse.adaptation.validation.validators import (
     DEFAULT_VALIDATOR,
     VALIDATORS,
@@ -48,10 +48,12 @@ from grad_reverse.adaptation.validation.validators import (
 from grad_reverse.backend_ops import ON_TENSORFLOW
 from grad_reverse.schedule import DANNLearningRateSchedule, ScaledLearningRate
 
-if ON_TENSORFLOW:
-    from grad_reverse.adaptation.training.batches import paired_dataset
-else:
+# TensorFlow's first in the else branch: the API reference's generator reads both branches and
+# documents the last import of a name, which must be the tf.data version users call.
+if not ON_TENSORFLOW:
     from grad_reverse.adaptation.training.array_batches import paired_dataset
+else:
+    from grad_reverse.adaptation.training.batches import paired_dataset
 
 __all__ = [
     "CDAN",

@@ -64,7 +64,20 @@ def label_from_logits(who: str, model: Any, from_logits: bool | None = None) -> 
 
 @dataclasses.dataclass
 class Outputs:
-    """What the validators read of a model, computed once per model and data."""
+    """What the validators read of a model, computed once per model and data
+    (by `Validator.__call__`, or once for all of `ValidatorCallback`'s) and
+    passed to `Validator.score`. A new validator reads these fields only.
+
+    Attributes:
+      source_features: the feature extractor's output on the held-out source
+        points, one row per point (for a model without one: its class
+        probabilities).
+      source_probabilities: the label head's class probabilities on them,
+        `[points, classes]` (a sigmoid's one unit made two classes).
+      source_labels: their labels as class numbers, `[points]`.
+      target_features: the feature extractor's output on the target points.
+      target_probabilities: the class probabilities on the target points.
+    """
 
     source_features: np.ndarray
     source_probabilities: np.ndarray
@@ -116,9 +129,18 @@ def model_outputs(
 class Validator:
     """Scores a trained model without target labels; higher is better.
 
-    Subclasses set `name` (the key `ValidatorCallback` logs as `val_<name>`),
-    `min_source` and `min_target` (the fewest points the method needs), and
-    define `score(outputs)`.
+    A validator is called on a model and data, and returns a float:
+
+        score = validator(model, x_source, y_source, x_target, from_logits=None)
+
+    Subclasses set `name`, `min_source` and `min_target`, and define
+    `score(outputs)`; `__call__` computes the `Outputs` and checks the sizes.
+
+    Attributes:
+      name: the validator's key in `VALIDATORS`, and what `ValidatorCallback`
+        logs its score as (`val_<name>`).
+      min_source: the fewest held-out source points it accepts.
+      min_target: the fewest target points it accepts.
     """
 
     name = "validator"
@@ -126,7 +148,12 @@ class Validator:
     min_target = 1
 
     def check_sizes(self, n_source: int, n_target: int) -> None:
-        """A ValueError when there are too few points for this validator."""
+        """A ValueError when there are too few points for this validator.
+
+        Args:
+          n_source: the number of held-out source points.
+          n_target: the number of target points.
+        """
         if n_source < self.min_source or n_target < self.min_target:
             raise ValueError(
                 f"{type(self).__name__}: needs at least {self.min_source} held-out source points and "
@@ -134,12 +161,43 @@ class Validator:
             )
 
     def score(self, outputs: Outputs) -> float:
+        """The score of what the validator read of a model; higher is better.
+
+        Args:
+          outputs: the model's features and class probabilities on both
+            domains and the source's labels.
+
+        Returns:
+          The score, a float.
+        """
         raise NotImplementedError
 
     def __call__(
         self, model: Any, x_source: Any, y_source: Any, x_target: Any, *, from_logits: bool | None = None
     ) -> float:
-        """The model's score (higher is better) from held-out labeled source points and unlabeled target points."""
+        """The model's score (higher is better) from held-out labeled source points and unlabeled target points.
+
+        Args:
+          model: a trained `DANN`, `CDAN` or `MDD` (features: its feature
+            extractor's output), or any Keras classifier (features: its
+            class probabilities).
+          x_source: held-out source points, `[points, ...]` (not trained on).
+          y_source: their labels: class numbers, one-hot rows, or 0/1 for a
+            sigmoid's one unit.
+          x_target: unlabeled target points (those trained on may be used: no
+            target label is read).
+          from_logits: whether the label head outputs logits; default: told
+            from its last activation (softmax, sigmoid: probabilities;
+            linear: logits), or from what `compile(label_from_logits=...)` told CDAN and MDD.
+
+        Returns:
+          The score, a float; higher is better.
+
+        Raises:
+          ValueError: too few points for this validator (`min_source`,
+            `min_target`), points of different shapes, labels that do not
+            match the points, or a label head whose outputs cannot be told.
+        """
         self.check_sizes(len(x_source), len(x_target))
         return self.score(model_outputs(type(self).__name__, model, x_source, y_source, x_target, from_logits))
 
@@ -196,6 +254,7 @@ class SoftNeighborhoodDensity(Validator):
         or "features" (the feature extractor's output).
       max_points: at most this many target points are used (a seeded
         sample), since the cost is quadratic: n^2 similarities.
+      seed: the sample's seed.
     """
 
     name = "snd"
@@ -231,6 +290,11 @@ class DeepEmbeddedValidation(Validator):
     density ratio is right and the label given the features is shared by the
     domains. Cost: one prediction per domain and a logistic regression on
     the features (Newton's method, features^2 per point).
+
+    Args:
+      holdout: the share of the held-out source points that are weighted
+        (the rest trains the domain classifier); at least 3 points each.
+      seed: the split's seed.
     """
 
     name = "dev"
@@ -243,7 +307,11 @@ class DeepEmbeddedValidation(Validator):
         self.holdout, self.seed = float(holdout), seed
 
     def split(self, n: int) -> tuple:
-        """`(train, validation)` indices of the `n` held-out source points."""
+        """`(train, validation)` indices of the `n` held-out source points.
+
+        Args:
+          n: the number of held-out source points.
+        """
         order = np.random.default_rng(self.seed).permutation(n)
         validation = min(max(int(np.ceil(n * self.holdout)), 3), n - 3)
         return np.sort(order[validation:]), np.sort(order[:validation])
@@ -266,6 +334,13 @@ class SourceAccuracyAndAlignment(Validator):
     term holds: a label shift, where aligning the domains' features as a
     whole moves target points into the wrong classes. Cost: one prediction
     per domain and a logistic regression on half of each domain's features.
+
+    Args:
+      seed: the seed of the halves the domain classifier trains and is
+        tested on.
+
+    Attributes:
+      seed: the seed it was made with.
     """
 
     name = "source_and_alignment"
