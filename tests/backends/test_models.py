@@ -152,6 +152,13 @@ def test_what_is_tensorflows_says_so_and_what_to_use_instead():
         grad_reverse.adaptation.paired_dataset(None, None)
     with pytest.raises(ImportError, match=rf"grad_reverse.serving needs Keras on TensorFlow.*runs on {BACKEND}"):
         grad_reverse.serving  # noqa: B018 (the attribute access is the test)
+    # The module itself imports (the command line reads its argparse part without TensorFlow);
+    # each name that needs TensorFlow raises, as docs/keras-backends.md says.
+    import grad_reverse.serving as serving
+
+    for name in ("export_serving", "make_servable", "check_serving"):
+        with pytest.raises(ImportError, match=rf"grad_reverse.serving.{name} needs Keras on TensorFlow"):
+            getattr(serving, name)
     model, _, moons = trained("dann")
 
     class Points:  # what a tf.data dataset looks like to the check (an element_spec)
