@@ -30,6 +30,7 @@ source tree's python/ on PYTHONPATH with the library built in place.
 from __future__ import annotations
 
 import argparse
+import os
 import queue
 import sys
 import tempfile
@@ -59,6 +60,9 @@ def verdict(mutant: Mutant, package: Path, copies: runner.Copies, build: dict) -
     that failed when it is killed: the evidence, rerun unmutated at the end)."""
     if mutant.needs and not build.get(mutant.needs):
         return f"skipped (the build record has no {mutant.needs!r}: the edit would change nothing)", False, []
+    running = os.environ.get("KERAS_BACKEND", "tensorflow")
+    if mutant.backend and mutant.backend != running:
+        return f"skipped (it edits {mutant.backend}'s step; this run's Keras backend is {running})", False, []
     drift = runner.apply(mutant, copies.root_of(mutant))
     if drift:
         return f"DRIFTED: {drift}", True, []

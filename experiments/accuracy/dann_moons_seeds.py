@@ -24,7 +24,7 @@ from grad_reverse.adaptation.domain_head import DOMAIN_LOSS_REDUCTIONS, SUM_OVER
 from grad_reverse.demo import DEFAULT_STEPS  # noqa: E402
 from grad_reverse.demo.data import make_domains  # noqa: E402
 from grad_reverse.demo.models import accuracy  # noqa: E402
-from grad_reverse.demo.training import train_dann, train_source_only  # noqa: E402
+from grad_reverse.demo.training import train_dann, train_plain  # noqa: E402
 
 
 def seed_range(text: str) -> list[int]:
@@ -43,7 +43,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=DEFAULT_STEPS)
     parser.add_argument("--source-only", action="store_true")
     args = parser.parse_args()
-    targets = {"dann": [], "source_only": []}
+    targets = {"dann": [], "plain": []}
     for seed in args.seeds:
         domains = make_domains(seed)
         models = {
@@ -52,7 +52,7 @@ def main() -> None:
             )
         }
         if args.source_only:
-            models["source_only"] = train_source_only(domains, seed, args.steps)
+            models["plain"] = train_plain(domains, seed, args.steps)
         line = [f"seed {seed:2d}"]
         for name, model in models.items():
             source = accuracy(model, domains.x_source, domains.y_source)

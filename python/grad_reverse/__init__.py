@@ -17,6 +17,10 @@ Public names: `grad_reverse`, `GradReverse`, `DANN`, `CDAN` and `MDD` (Keras
 models that wire domain-adversarial training), `DANNLearningRateSchedule`,
 `DANNLambdaSchedule`, `dann_lambda`, `BUILD_INFO`, `SUPPORTED_DTYPES`, and the modules `reference`
 and `serving`; `grad_reverse.options` holds the runtime choices.
+`grad_reverse.adaptation` holds what goes with the models: the validators
+that score a trained model without target labels, `ValidatorCallback`,
+`select_without_labels` (the choice among trained models, "don't adapt"
+included), reverse validation, the paired batches and the learning-rate scale.
 
 The package's own command line (`python -m grad_reverse`) loads the library
 itself, once it has set TensorFlow's environment; a program that imports the

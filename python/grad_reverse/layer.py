@@ -51,7 +51,11 @@ def check_finite_lambda(lambda_: LambdaLike) -> None:
 
 
 def make_layer_class(keras: ModuleType) -> type:
-    """The layer class on top of `keras` (the `keras` or `tf_keras` module)."""
+    """The layer class on top of `keras`.
+
+    Args:
+      keras: the Keras module the layer builds on: `keras` or `tf_keras`.
+    """
 
     @keras.saving.register_keras_serializable(package="grad_reverse")
     class GradReverse(keras.layers.Layer):

@@ -100,6 +100,9 @@ def set_backward(mode: str | None) -> None:
     again as `import grad_reverse` does (and warns as it does, when there is
     something to fix); `grad_reverse.ops.BACKWARD` holds the result.
 
+    Args:
+      mode: one of BACKWARD_MODES, or None.
+
     Raises:
       ValueError: `mode` is not one of BACKWARD_MODES.
     """
@@ -123,6 +126,9 @@ def set_cpu_path(name: str) -> None:
     (`auto`: GRAD_REVERSE_CPU_PATH's choice again). The package's pybind11
     kernel module (for tests and benchmarks without TensorFlow) keeps its own choice.
 
+    Args:
+      name: a CPU path's name (`python -m grad_reverse info` lists them), or `auto`.
+
     Raises:
       ValueError: this build or this CPU has no such path; nothing changed.
     """
@@ -143,6 +149,9 @@ def set_streaming_stores(mode: str) -> None:
     kernel run on: `on`, `off`, or `auto` (GRAD_REVERSE_STREAMING_STORES's
     choice again; a finished measurement is kept). The package's pybind11
     kernel module (for tests and benchmarks without TensorFlow) keeps its own choice.
+
+    Args:
+      mode: one of STREAMING_STORES_MODES (`auto`, `on`, `off`).
 
     Raises:
       ValueError: `mode` is not one of STREAMING_STORES_MODES; nothing changed.

@@ -75,6 +75,11 @@ def dann_lambda(progress: float, gamma: float = 10.0, lambda_max: float = 1.0) -
     is clipped to [0, 1]; the value rises monotonically from 0 at p = 0 to
     `lambda_max * 0.99991` at p = 1 (gamma = 10).
 
+    Args:
+      progress: the training progress p, from 0 (start) to 1 (end).
+      gamma: how steep the ramp is (10, the paper's).
+      lambda_max: the value the ramp approaches at p = 1.
+
     Raises ValueError for a non-finite `progress`, a `gamma` that is not a
     finite number >= 0, or a `lambda_max` not finite in float32 (the lambda
     variable's type): with those the value is always finite.
@@ -267,7 +272,12 @@ class DANNLambdaSchedule(keras.callbacks.Callback):
             self._epoch_start = self._seen
 
     def progress(self, batch: int) -> float:
-        """Training progress p in [0, 1] at step `batch` of the current epoch."""
+        """Training progress p in [0, 1] at step `batch` of the current epoch.
+
+        Args:
+          batch: the step's index within the epoch, as Keras passes it to
+            `on_train_batch_begin`.
+        """
         return min((self._epoch_start + batch) / max(self._total - 1, 1), 1.0)
 
     def on_train_batch_begin(self, batch: int, logs: dict[str, Any] | None = None) -> None:
@@ -300,6 +310,14 @@ class DANNLearningRateSchedule(keras.optimizers.schedules.LearningRateSchedule):
     from 0 to 1. `decay_steps` is the number of optimizer steps of the whole
     training (`epochs * steps_per_epoch`); after it the rate stays at
     `initial_learning_rate / (1 + alpha) ** beta`.
+
+    Args:
+      initial_learning_rate: the rate at step 0 (`mu_0`).
+      decay_steps: the optimizer steps of the whole training, an integer >= 1.
+      alpha: how far the rate falls (10, the paper's).
+      beta: how fast it falls (0.75, the paper's).
+
+    Calling it with an optimizer step returns that step's learning rate.
     """
 
     def __init__(
@@ -340,6 +358,11 @@ class ScaledLearningRate(keras.optimizers.schedules.LearningRateSchedule):
     feature extractor a copy of the model's optimizer whose learning rate
     is a tenth of the model's at every step; when that rate is a schedule
     (`DANNLearningRateSchedule`), the copy's is this wrapper of it.
+
+    Args:
+      schedule: the Keras `LearningRateSchedule` to scale (or its
+        serialized config).
+      scale: the finite factor its rate is multiplied by.
     """
 
     def __init__(self, schedule: Any, scale: float) -> None:

@@ -1,6 +1,6 @@
 """A mutant: one promise of the package, the smallest edit that breaks it, and
-the tests that must fail when it is applied (mutants.py and
-mutants_adaptation.py hold the curated ones)."""
+the tests that must fail when it is applied (mutants.py and the
+mutants_*.py files it assembles hold the curated ones)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,9 @@ class Mutant:
     needs: str = ""  # a build-record key that must be true for the edit to change anything
     pending: str = ""  # a known survivor: why, and what will kill it
     tree: str = PACKAGE
+    # The Keras backend whose own code the edit changes ("jax", "torch"): checked only by a run
+    # under KERAS_BACKEND=that (.ci/run's step 5b, --without-library), skipped by the others.
+    backend: str = ""
 
 
 T = "tests/"

@@ -9,17 +9,22 @@ occur exactly once in its file: when the code changes, the check stops with
 against the new code (see docs/testing.md).
 
 This module holds the mutants of the op, the layer, the loader,
-serving and the CUDA source; mutants_adaptation.py holds those of the
-domain-adaptation promises, mutants_gradients.py those of where their
-gradients flow, mutants_validators.py those of EnsV, MixVal and the
-validator callback's EMA weights; MUTANTS is all of them.
+serving and the CUDA source; the domain-adaptation promises have files by
+topic: mutants_dann.py (the schedule, DANN), mutants_cdan_mdd.py,
+mutants_training.py (how every method trains, on every backend),
+mutants_validation.py (the choice without target labels), mutants_validators.py
+(EnsV, MixVal, the validator callback's EMA weights) and
+mutants_gradients.py (where the gradients flow); MUTANTS is all of them.
 """
 
 from __future__ import annotations
 
 from mutation_lib.mutant import PACKAGE, SOURCE, Mutant, T
-from mutation_lib.mutants_adaptation import ADAPTATION_MUTANTS
+from mutation_lib.mutants_cdan_mdd import CDAN_MDD_MUTANTS
+from mutation_lib.mutants_dann import DANN_MUTANTS
 from mutation_lib.mutants_gradients import GRADIENT_MUTANTS
+from mutation_lib.mutants_training import TRAINING_MUTANTS
+from mutation_lib.mutants_validation import VALIDATION_MUTANTS
 from mutation_lib.mutants_validators import VALIDATOR_MUTANTS
 
 __all__ = ["MUTANTS", "PACKAGE", "SOURCE", "Mutant"]
@@ -274,4 +279,12 @@ OP_AND_SERVING_MUTANTS: tuple[Mutant, ...] = (
     ),
 )
 
-MUTANTS: tuple[Mutant, ...] = OP_AND_SERVING_MUTANTS + ADAPTATION_MUTANTS + GRADIENT_MUTANTS + VALIDATOR_MUTANTS
+MUTANTS: tuple[Mutant, ...] = (
+    OP_AND_SERVING_MUTANTS
+    + DANN_MUTANTS
+    + CDAN_MDD_MUTANTS
+    + TRAINING_MUTANTS
+    + VALIDATION_MUTANTS
+    + VALIDATOR_MUTANTS
+    + GRADIENT_MUTANTS
+)

@@ -171,6 +171,10 @@ def test_a_tie_between_adapted_candidates_goes_to_the_name_that_sorts_first_what
         assert chosen.name == "dann@1", names
 
 
+# Slow: twelve fits of the demo's methods (1000 steps each), the README command's
+# longest test (65 s of its 12 min 47 s for tests/adaptation, cli and serving on a
+# loaded 2-core VM); CI's steps 2b (slow) and 2c (claims) still run it.
+@pytest.mark.slow
 @pytest.mark.claims
 def test_on_blobs_with_label_shift_the_default_choice_is_not_dann():
     """Blobs' target holds its classes in other proportions, so DANN, which
@@ -188,7 +192,7 @@ def test_on_blobs_with_label_shift_the_default_choice_is_not_dann():
     for seed in (0, 1, 2):
         problem, held_out = problems.blobs(seed), problems.blobs(seed + label_free.HELD_OUT_SEED)
         candidates = {}
-        for method in ("source_only", "dann", "cdan", "cdan_e"):
+        for method in ("plain", "dann", "cdan", "cdan_e"):
             model = method_runs.build(method, problem, seed)
             model.fit(
                 problem.x_source,
@@ -199,6 +203,6 @@ def test_on_blobs_with_label_shift_the_default_choice_is_not_dann():
                 seed=seed,
                 verbose=0,
             )
-            candidates["plain" if method == "source_only" else method] = model
+            candidates[method] = model
         choice = select_without_labels(candidates, held_out.x_source, held_out.y_source, problem.x_target)
         assert choice.name != "dann", (seed, choice.report())

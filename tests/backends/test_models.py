@@ -36,13 +36,21 @@ def readme_ten_lines() -> str:
 def test_the_readmes_ten_lines_run_with_keras_imported_as_itself(capsys):
     code = readme_ten_lines()
     assert "import keras\n" in code and "tensorflow" not in code, code
-    exec(compile(code, "README.md", "exec"), {})
-    printed = capsys.readouterr().out
-    accuracy = float(re.search(r"'accuracy': ([0-9.]+)", printed).group(1))
+    # The plain network trained the same way: the same block with the domain term weighted 0.
+    plain = code.replace('metrics=["accuracy"])', 'metrics=["accuracy"], domain_loss_weight=0.0)')
+    assert plain != code, "the README's compile call changed: say where the domain term's weight goes"
+    accuracies = []
+    for block in (code, plain):
+        exec(compile(block, "README.md", "exec"), {})
+        printed = capsys.readouterr().out
+        accuracies.append(float(re.search(r"'accuracy': ([0-9.]+)", printed).group(1)))
+    dann, plain_accuracy = accuracies
     # The README says "about 1.0" for its seed 0: 0.993 on JAX, 0.997 on PyTorch, 1.0 on TensorFlow
-    # on one AVX-512 CPU (docs/results/backends.md, with seeds 0-9 from 0.73 to 1.0); 0.8 leaves
-    # room for another CPU's rounding and still fails a run that did not adapt (source-only: ~0.75).
-    assert accuracy >= 0.8, printed
+    # on one AVX-512 CPU (docs/results/backends.md, with seeds 0-9 from 0.73 to 1.0); the plain
+    # network gives 0.86 on JAX, and so does a fit whose lambda never reaches the adversary, which
+    # passed the bar of 0.8 that stood here alone. 0.05 above the plain network leaves room for
+    # another CPU's rounding (measured gap 0.13).
+    assert dann >= 0.8 and dann >= plain_accuracy + 0.05, (dann, plain_accuracy)
 
 
 def dense(inputs: int, units: int, activation: str = "sigmoid") -> keras.Sequential:
@@ -152,6 +160,13 @@ def test_what_is_tensorflows_says_so_and_what_to_use_instead():
         grad_reverse.adaptation.paired_dataset(None, None)
     with pytest.raises(ImportError, match=rf"grad_reverse.serving needs Keras on TensorFlow.*runs on {BACKEND}"):
         grad_reverse.serving  # noqa: B018 (the attribute access is the test)
+    # The module itself imports (the command line reads its argparse part without TensorFlow);
+    # each name that needs TensorFlow raises, as docs/keras-backends.md says.
+    import grad_reverse.serving as serving
+
+    for name in ("export_serving", "make_servable", "check_serving"):
+        with pytest.raises(ImportError, match=rf"grad_reverse.serving.{name} needs Keras on TensorFlow"):
+            getattr(serving, name)
     model, _, moons = trained("dann")
 
     class Points:  # what a tf.data dataset looks like to the check (an element_spec)

@@ -225,7 +225,40 @@ def test_the_quick_plot_has_no_limit_label_or_legend_entry_when_it_draws_no_limi
     # --quick: one size (16M) beyond the caches, where a region has no width.
     labels, texts = _plotted_panel((1 << 24,))
     assert not any(label.startswith("out of reach") for label in labels) and texts == []
-    assert "native (tf.function)" in labels
+    assert "native" in labels
+
+
+def test_the_plot_draws_one_panel_per_kind_of_lambda_and_mode_each_with_its_three_lines(tmp_path, monkeypatch):
+    # One panel per kind held twelve lines (three modes of three) at --quick, tangled on log axes.
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from grad_reverse.bench import plot
+
+    rows = [
+        bench.Result(
+            "fwd+bwd",
+            mode,
+            size,
+            "float32",
+            kind,
+            {"native": [1e-3] * 3, "reference": [2e-3] * 3, "identity": [5e-4] * 3},
+        )
+        for kind in ("variable", "float")
+        for mode in ("eager", "tf.function", "xla")
+        for size in (1 << 10, 1 << 20)
+    ]
+    figures = []
+    monkeypatch.setattr(plt, "close", figures.append)  # keep the figure to look at it
+    plot.plot(rows, tmp_path / "bench.png", "title")
+    (figure,) = figures
+    panels = [ax for ax in figure.axes if ax.lines]
+    assert len(panels) == 6
+    assert {ax.get_title().split(":")[0] for ax in panels} == {"eager", "tf.function", "tf.function(jit_compile=True)"}
+    for ax in panels:
+        assert ax.get_legend_handles_labels()[1] == ["native", "reference", "floor"], ax.get_title()
 
 
 def test_without_out_the_command_writes_json_and_plot_to_the_default_folder_and_says_where(

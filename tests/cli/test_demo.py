@@ -1,4 +1,4 @@
-"""The moons demo: its claims (DANN beats the source-only network on the
+"""The moons demo: its claims (DANN beats the plain network on the
 rotated target, over seeds), its reproducibility, plot, results and
 SavedModel export. The moons generator and the DANN lambda schedule are in
 test_demo_moons_and_schedule.py, the training's progress lines in
@@ -21,7 +21,7 @@ from helpers.models import graph_op_types
 # seeds' means, with margins that hold on every CPU measured: oneDNN rounds
 # differently per CPU, and the adversarial game turns that into different
 # training paths (seed 1's DANN: 0.767 to 0.910 over six CPU paths). Seeds
-# 0-3, target accuracy (docs/demo.md): source-only 0.773 / 0.727 / 0.713 /
+# 0-3, target accuracy (docs/demo.md): plain 0.773 / 0.727 / 0.713 /
 # 0.693 (mean 0.727) on every path; DANN 0.997 / 0.823 / 0.850 / 0.870 (mean
 # 0.885, AMD EPYC AVX-512), 0.997 / 0.873 / 0.833 / 0.930 (0.908, Intel Xeon
 # AVX-512), 0.997 / 0.810 / 0.843 / 0.960 (0.902, the same Xeon under
@@ -48,11 +48,11 @@ def mean_target(result, model):
 
 @pytest.mark.claims
 def test_dann_beats_source_only_on_the_rotated_target_over_seeds(demo_run):
-    """Mean DANN - mean source-only >= 0.10: measured 0.158 to 0.189 over the
+    """Mean DANN - mean plain >= 0.10: measured 0.158 to 0.189 over the
     CPU paths above (0.124 on the AVX2 VM's seeds 0-2, which is >= 0.10 for
-    any seed 3 from its source-only 0.693 up)."""
+    any seed 3 from its plain 0.693 up)."""
     assert [r["seed"] for r in demo_run["runs"]] == list(CLAIM_SEEDS)
-    assert mean_target(demo_run, "dann") - mean_target(demo_run, "source_only") >= 0.10, demo_run["runs"]
+    assert mean_target(demo_run, "dann") - mean_target(demo_run, "plain") >= 0.10, demo_run["runs"]
 
 
 @pytest.mark.claims
@@ -62,7 +62,7 @@ def test_dann_target_accuracy_is_high_over_seeds(demo_run):
     seed 3 at 0.813 or more for that, 0.733 for this bound (seed 3 gave 0.870
     to 0.960 elsewhere, but that VM's seed 1 fell below all of 20 seeds on
     the development machine). Without a working reversal DANN's mean is
-    near source-only's 0.727."""
+    near the plain network's 0.727."""
     assert mean_target(demo_run, "dann") >= 0.83, demo_run["runs"]
 
 
@@ -73,20 +73,20 @@ def test_the_earlier_objective_still_gives_the_earlier_demos_target_accuracy_ove
     accuracy over seeds 0-2 is at least 0.88 (measured 0.955 on the AMD
     AVX-512 VM, 0.968 on the Intel Xeon, 0.969 under its AVX2 cap, 0.914 on
     an emulated AVX2-only EPYC, where seed 1 gave 0.823: a bound of 0.92
-    failed there), source-only's at most 0.80 (0.738 on every CPU path)."""
+    failed there), plain's at most 0.80 (0.738 on every CPU path)."""
     earlier = []
     for seed in (0, 1, 2):
         domains = data.make_domains(seed)
         model = training.train_dann(domains, seed, DEFAULT_STEPS, domain_loss_reduction="mean_over_batch")
         earlier.append(models.accuracy(model, domains.x_target, domains.y_target))
-    source_only = [r["source_only"]["target"] for r in demo_run["runs"] if r["seed"] in (0, 1, 2)]
-    assert np.mean(earlier) >= 0.88 and np.mean(source_only) <= 0.80, (earlier, source_only)
+    plain = [r["plain"]["target"] for r in demo_run["runs"] if r["seed"] in (0, 1, 2)]
+    assert np.mean(earlier) >= 0.88 and np.mean(plain) <= 0.80, (earlier, plain)
 
 
 @pytest.mark.claims
 def test_both_networks_fit_the_labeled_source(demo_run):
     """Mean source accuracy >= 0.98 for both networks (1.000 on every seed and CPU path measured)."""
-    for name in ("source_only", "dann"):
+    for name in ("plain", "dann"):
         assert np.mean([r[name]["source"] for r in demo_run["runs"]]) >= 0.98, demo_run["runs"]
 
 
@@ -137,7 +137,7 @@ def test_demo_command_exit_status_says_whether_dann_won_and_the_export_serves(
     monkeypatch, capsys, gain, serving_check, status
 ):
     def fake_run(out, seeds, steps, quiet, loading_seconds=None):
-        return {"serving_check": serving_check, "mean_target": {"dann": 0.7 + gain, "source_only": 0.7}}
+        return {"serving_check": serving_check, "mean_target": {"dann": 0.7 + gain, "plain": 0.7}}
 
     monkeypatch.setattr(experiment, "run", fake_run)
     args = argparse.Namespace(out="x", seeds=[0], steps=DEFAULT_STEPS, quiet=True, problem="moons", methods=None)
@@ -160,7 +160,7 @@ def test_the_demo_commands_last_line_is_the_output_folders_absolute_path(
         return {
             "serving_check": 0,
             "out_dir": os.path.abspath(out_dir),
-            "mean_target": {"dann": 0.7 + gain, "source_only": 0.7, "cdan": 0.7},
+            "mean_target": {"dann": 0.7 + gain, "plain": 0.7, "cdan": 0.7},
         }
 
     from grad_reverse.demo import methods_experiment
@@ -183,9 +183,9 @@ REPRO_STEPS = 40
 
 def trained_weights(seed):
     domains = data.make_domains(seed)
-    source_only = training.train_source_only(domains, seed, REPRO_STEPS)
+    plain = training.train_plain(domains, seed, REPRO_STEPS)
     dann = training.train_dann(domains, seed, REPRO_STEPS)
-    return [w.copy() for model in (source_only, dann) for w in model.get_weights()]
+    return [w.copy() for model in (plain, dann) for w in model.get_weights()]
 
 
 def test_the_same_seed_trains_bitwise_the_same_weights_and_another_seed_does_not():
@@ -211,7 +211,7 @@ def test_plot_titles_write_the_target_accuracy_to_three_places_as_the_console_do
         lambda path, domains, panels: titles.extend(title for title, _ in panels),
     )
     result = experiment.run(str(tmp_path), seeds=[3], steps=REPRO_STEPS, quiet=True)
-    accuracies = [result["runs"][0][name]["target"] for name in ("source_only", "dann")]
+    accuracies = [result["runs"][0][name]["target"] for name in ("plain", "dann")]
     assert len(titles) == 2
     for title, accuracy in zip(titles, accuracies):
         written = title.rsplit(" ", 1)[1]
@@ -255,8 +255,8 @@ def test_the_demo_command_twice_with_one_seed_exports_bitwise_the_same_model(tmp
         )
         with open(out / "results.json") as f:
             saved = json.load(f)
-        # Exit 1 exactly when DANN does not beat source-only (likely after so few steps).
-        gain = saved["mean_target"]["dann"] - saved["mean_target"]["source_only"]
+        # Exit 1 exactly when DANN does not beat plain (likely after so few steps).
+        gain = saved["mean_target"]["dann"] - saved["mean_target"]["plain"]
         assert result.returncode == (0 if gain > 0 else 1), (gain, result.returncode, result.stderr)
         assert ("demo: FAIL" in result.stderr) == (gain <= 0), result.stderr
         # --quiet: no progress, report or serving-check lines.
@@ -309,7 +309,7 @@ def test_the_demo_command_says_it_is_loading_tensorflow_first_and_counts_that_ti
 @pytest.mark.skipif(not HAS_MATPLOTLIB, reason="matplotlib is not installed")
 def test_plot_labels_the_axes_and_says_what_the_shading_means():
     domains = data.make_domains(0)
-    model = models.build_source_only(0)
+    model = models.build_plain(0)
     fig = plot.decision_boundary_figure(domains, [("a", model), ("b", model)])
     axes = fig.axes
     assert len(axes) == 2
@@ -364,4 +364,4 @@ def test_demo_runs_under_keras_2(tmp_path):
     assert report["keras_3"] is False and report["keras"].startswith("2."), report
     assert report["serving_check"] == 0
     (row,) = report["runs"]
-    assert 0.5 <= row["dann"]["source"] <= 1.0 and 0.5 <= row["source_only"]["source"] <= 1.0, row
+    assert 0.5 <= row["dann"]["source"] <= 1.0 and 0.5 <= row["plain"]["source"] <= 1.0, row

@@ -239,10 +239,10 @@ def test_source_and_target_are_disjoint_halves_and_the_test_set_comes_in_both_ve
 
 
 def test_gap_closed_is_the_share_of_the_way_from_source_only_to_the_ceiling():
-    result = {"accuracy": {"source_only": [0.4, 0.4], "dann": [0.5, 0.6], "target_trained": [0.8, 0.8], "mdd": [0.3]}}
+    result = {"accuracy": {"plain": [0.4, 0.4], "dann": [0.5, 0.6], "target_trained": [0.8, 0.8], "mdd": [0.3]}}
     closed = image_runs.gap_closed(result)
     assert closed == pytest.approx({"dann": 0.375, "mdd": -0.25})
-    assert image_runs.gap_closed({"accuracy": {"source_only": [0.4], "dann": [0.5]}}) == {}
+    assert image_runs.gap_closed({"accuracy": {"plain": [0.4], "dann": [0.5]}}) == {}
 
 
 # --- the whole path, tiny ------------------------------------------------------------

@@ -52,7 +52,9 @@ def test_no_options_is_the_moons_demo_and_methods_make_it_a_comparison():
     defaults = demo_parser().parse_args(["demo"])
     assert (defaults.problem, defaults.methods, defaults.seeds, defaults.steps) == ("moons", None, None, None)
     assert cli.is_moons_demo(defaults) and cli.default_steps(defaults) == DEFAULT_STEPS
-    moons_methods = demo_parser().parse_args(["demo", "--methods", "source_only", "dann"])
+    moons_methods = demo_parser().parse_args(["demo", "--methods", "plain", "dann"])
+    # The baseline's former name still works, as the name the selection uses.
+    assert demo_parser().parse_args(["demo", "--methods", "source_only", "dann"]).methods == ["plain", "dann"]
     assert not cli.is_moons_demo(moons_methods)
     # Seeds: three for the moons, ten for a comparison on blobs (docs/demo.md says why).
     assert cli.default_seeds(defaults) == cli.default_seeds(moons_methods) == (0, 1, 2)
@@ -63,7 +65,7 @@ def test_no_options_is_the_moons_demo_and_methods_make_it_a_comparison():
     "option, value, choices",
     [
         ("--problem", "cubes", "'moons', 'blobs'"),
-        ("--methods", "dan", "'source_only', 'dann', 'cdan', 'cdan_e', 'mdd'"),
+        ("--methods", "dan", "'plain', 'dann', 'cdan', 'cdan_e', 'mdd'"),
     ],
 )
 def test_an_unknown_problem_or_method_is_refused_naming_the_choices(capsys, option, value, choices):
@@ -97,21 +99,21 @@ def test_the_problem_choices_are_the_problems():
 @pytest.mark.parametrize(
     "problem, mean, failed",
     [
-        ("moons", {"source_only": 0.9, "dann": 0.95, "mdd": 0.91}, []),
+        ("moons", {"plain": 0.9, "dann": 0.95, "mdd": 0.91}, []),
         (
             "moons",
-            {"source_only": 0.9, "dann": 0.85, "cdan": 0.95, "mdd": 0.9},
-            [("dann", "source_only")],
+            {"plain": 0.9, "dann": 0.85, "cdan": 0.95, "mdd": 0.9},
+            [("dann", "plain")],
         ),  # equal is not above; no claim for MDD on the moons
-        ("moons", {"dann": 0.5, "cdan": 0.6}, []),  # no source-only: nothing to beat
-        ("moons", {"source_only": 0.9}, []),
-        # blobs is built for DANN to lose to source-only; CDAN must beat both.
-        ("blobs", {"source_only": 0.8, "dann": 0.78, "cdan": 0.88, "cdan_e": 0.89, "mdd": 0.83}, []),
+        ("moons", {"dann": 0.5, "cdan": 0.6}, []),  # no plain: nothing to beat
+        ("moons", {"plain": 0.9}, []),
+        # blobs is built for DANN to lose to the plain network; CDAN must beat both.
+        ("blobs", {"plain": 0.8, "dann": 0.78, "cdan": 0.88, "cdan_e": 0.89, "mdd": 0.83}, []),
         (
             "blobs",
-            {"source_only": 0.8, "dann": 0.9, "cdan": 0.88, "cdan_e": 0.8, "mdd": 0.7},
-            [("cdan", "dann"), ("cdan_e", "source_only")],
-        ),  # no claim for MDD on blobs either: it lost to source-only on one CPU path
+            {"plain": 0.8, "dann": 0.9, "cdan": 0.88, "cdan_e": 0.8, "mdd": 0.7},
+            [("cdan", "dann"), ("cdan_e", "plain")],
+        ),  # no claim for MDD on blobs either: it lost to the plain network on one CPU path
     ],
 )
 def test_failed_claims_names_the_pairs_out_of_order(problem, mean, failed):
@@ -121,18 +123,18 @@ def test_failed_claims_names_the_pairs_out_of_order(problem, mean, failed):
 @pytest.mark.parametrize(
     "mean, serving_check, steps, status, message",
     [
-        ({"source_only": 0.9, "dann": 0.92, "cdan": 0.95}, 0, None, 0, None),
-        ({"source_only": 0.9, "dann": 0.85, "cdan": 0.93}, 0, None, 0, None),  # DANN may lose on blobs
-        ({"source_only": 0.9, "dann": 0.95, "cdan": 0.93}, 0, None, 1, "cdan 0.930 not above dann 0.950"),
+        ({"plain": 0.9, "dann": 0.92, "cdan": 0.95}, 0, None, 0, None),
+        ({"plain": 0.9, "dann": 0.85, "cdan": 0.93}, 0, None, 0, None),  # DANN may lose on blobs
+        ({"plain": 0.9, "dann": 0.95, "cdan": 0.93}, 0, None, 1, "cdan 0.930 not above dann 0.950"),
         (
-            {"source_only": 0.9, "dann": 0.95, "cdan": 0.93},
+            {"plain": 0.9, "dann": 0.95, "cdan": 0.93},
             0,
             30,
             1,
             "cdan 0.930 not above dann 0.950 after 30 steps (default 1000)",
         ),
-        ({"source_only": 0.9, "dann": 0.95, "cdan": 0.93}, 1, None, 1, None),  # the serving check's status comes first
-        ({"source_only": 0.9, "dann": 0.95, "cdan": 0.93}, 2, None, 2, None),
+        ({"plain": 0.9, "dann": 0.95, "cdan": 0.93}, 1, None, 1, None),  # the serving check's status comes first
+        ({"plain": 0.9, "dann": 0.95, "cdan": 0.93}, 2, None, 2, None),
     ],
 )
 def test_comparison_exit_status(monkeypatch, capsys, mean, serving_check, steps, status, message):
@@ -157,12 +159,12 @@ def test_comparison_exit_status(monkeypatch, capsys, mean, serving_check, steps,
         assert "FAIL" not in err, err
     else:
         assert err.startswith("demo: FAIL: mean target accuracy on blobs: ") and message in err
-        assert "source_only" not in err, err
+        assert "plain" not in err, err
 
 
 # --- a short run ---------------------------------------------------------------------
 
-SHORT = ["--problem", "blobs", "--methods", "source_only", "dann", "cdan", "mdd", "--seed", "0", "--steps", "10"]
+SHORT = ["--problem", "blobs", "--methods", "plain", "dann", "cdan", "mdd", "--seed", "0", "--steps", "10"]
 
 
 @pytest.fixture(scope="module")
@@ -178,7 +180,7 @@ def short_run(tmp_path_factory):
 
 def test_a_short_run_prints_the_table_and_writes_results(short_run):
     status, stdout, saved, out = short_run
-    methods = ["source_only", "dann", "cdan", "mdd"]
+    methods = ["plain", "dann", "cdan", "mdd"]
     assert "blobs: target accuracy over 1 seed, 10 steps" in stdout
     table = stdout[stdout.index("method          min   mean    max fit s/seed") :].splitlines()
     assert [line.split()[0] for line in table[1:5]] == methods, stdout
@@ -212,8 +214,8 @@ def test_a_short_run_exports_its_first_adaptation_method_and_the_export_serves_i
 
 
 def test_the_export_is_the_first_adaptation_method_or_else_the_first():
-    assert methods_experiment.export_method(["source_only", "mdd", "dann"]) == "mdd"
-    assert methods_experiment.export_method(["source_only"]) == "source_only"
+    assert methods_experiment.export_method(["plain", "mdd", "dann"]) == "mdd"
+    assert methods_experiment.export_method(["plain"]) == "plain"
 
 
 # --- the pictures ------------------------------------------------------------------------
@@ -246,7 +248,7 @@ def test_target_accuracy_picture_has_a_dot_per_seed_and_a_line_at_each_mean():
         "problem": "blobs",
         "steps": 10,
         "seeds": [0, 1, 2],
-        "accuracy": {"source_only": [0.9, 0.92, 0.91], "dann": [0.8, 0.95, 0.85]},
+        "accuracy": {"plain": [0.9, 0.92, 0.91], "dann": [0.8, 0.95, 0.85]},
     }
     fig = plot_accuracy.target_accuracy_figure(result)
     (ax,) = fig.axes
@@ -254,7 +256,7 @@ def test_target_accuracy_picture_has_a_dot_per_seed_and_a_line_at_each_mean():
     np.testing.assert_allclose([np.asarray(d.get_offsets())[:, 1] for d in dots], list(result["accuracy"].values()))
     means = [c for c in ax.collections if c not in dots]
     np.testing.assert_allclose([np.asarray(m.get_segments())[0, 0, 1] for m in means], [0.91, 13 / 15])
-    assert [t.get_text() for t in ax.get_xticklabels()] == ["source-only", "DANN"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["plain", "DANN"]
 
 
 def test_without_matplotlib_the_pictures_are_skipped_not_a_crash(monkeypatch, tmp_path):
@@ -270,13 +272,13 @@ def test_a_short_run_says_what_the_problem_expects(short_run):
     _, stdout, _, _ = short_run
     # Blobs is built for DANN to lose: the console says so under the table, with what is checked.
     after_table = stdout[stdout.index("method          min   mean    max fit s/seed") :]
-    assert "DANN, which aligns the domains' features as a whole, is meant to lose to source-only" in after_table
-    assert "Checked (mean target accuracy; exit status 1 if not): cdan > dann, cdan > source_only." in after_table
+    assert "DANN, which aligns the domains' features as a whole, is meant to lose to the plain network" in after_table
+    assert "Checked (mean target accuracy; exit status 1 if not): cdan > dann, cdan > plain." in after_table
 
 
 def test_the_expectation_names_only_the_checks_of_methods_that_ran():
-    assert problems.expectation("blobs", ["source_only", "mdd"]).splitlines()[1:] == []
-    assert "cdan_e > source_only" in problems.expectation("moons", ["source_only", "cdan_e"])
+    assert problems.expectation("blobs", ["plain", "mdd"]).splitlines()[1:] == []
+    assert "cdan_e > plain" in problems.expectation("moons", ["plain", "cdan_e"])
     assert problems.expectation("fashion-mnist-m", ["dann"]) == ""
 
 
@@ -294,7 +296,7 @@ def test_an_output_folder_holding_another_kind_of_run_is_refused_before_training
     assert cli.preflight(parse(["demo", "--out", str(tmp_path)])) is None  # a rerun of the same kind
     assert cli.preflight(parse(["demo", "--problem", "blobs", "--out", str(tmp_path)])) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"demo: {tmp_path} holds the results of the moons demo (source-only and DANN)"), err
+    assert err.startswith(f"demo: {tmp_path} holds the results of the moons demo (the plain network and DANN)"), err
     assert "choose another --out, or delete that folder" in err
     (tmp_path / "results.json").write_text(json.dumps({"problem": "blobs", "accuracy": {}}))
     assert cli.preflight(parse(["demo", "--problem", "blobs", "--out", str(tmp_path)])) is None

@@ -41,7 +41,7 @@ def test_fit_progress_uses_keras_bars_only_on_a_terminal():
 
 def test_training_output_off_a_terminal_is_short_lines(capsys):
     domains = data.make_domains(0)
-    training.train_source_only(domains, 0, 30, quiet=False)
+    training.train_plain(domains, 0, 30, quiet=False)
     training.train_dann(domains, 0, 30, quiet=False)
     out = capsys.readouterr().out
     lines = out.splitlines()

@@ -31,7 +31,11 @@ _xla_fallback = AUTO
 
 
 def library_mode(environ: Mapping[str, str] = os.environ) -> str | None:
-    """GRAD_REVERSE_LIBRARY's value (None when unset); `parse_library_mode` checks it."""
+    """GRAD_REVERSE_LIBRARY's value (None when unset); `parse_library_mode` checks it.
+
+    Args:
+      environ: the environment to read (default: the process's).
+    """
     return environ.get(LIBRARY_VARIABLE)
 
 
@@ -53,7 +57,11 @@ def parse_library_mode(value: str | None) -> str:
 
 def backward_mode(environ: Mapping[str, str] = os.environ) -> str | None:
     """The backward asked for: the in-process override, else GRAD_REVERSE_BACKWARD's
-    value (None when neither is set: `auto`)."""
+    value (None when neither is set: `auto`).
+
+    Args:
+      environ: the environment to read (default: the process's).
+    """
     return _backward_override if _backward_override is not None else environ.get(BACKWARD_VARIABLE)
 
 
@@ -98,6 +106,9 @@ def xla_fallback() -> str:
 
 def set_xla_fallback(mode: str) -> None:
     """Chooses when `grad_reverse` runs its pure-Python version inside XLA.
+
+    Args:
+      mode: one of XLA_FALLBACK_MODES.
 
     Raises:
       ValueError: `mode` is not one of XLA_FALLBACK_MODES.

@@ -154,6 +154,8 @@ class CDAN(DomainHeadModel):
         the paper's objective and ADAPT's CDAN; False: the authors' code (thuml/CDAN and
         Transfer-Learning-Library detach `g`).
       lambda_max, gamma, lambda_schedule: as `DANN`'s.
+      **kwargs: those (`lambda_max`, `gamma`, `lambda_schedule`,
+        `warm_start_steps`) and Keras' `Model` arguments (`name`, ...).
 
     `compile` takes DANN's arguments (`domain_loss_reduction` by default
     `"mean_over_domains"`, the authors' scale), and `label_from_logits` when the
@@ -195,8 +197,17 @@ class CDAN(DomainHeadModel):
     # --- compile -----------------------------------------------------------------------
 
     def compile(self, *args: Any, label_from_logits: bool | None = None, **kwargs: Any) -> None:
-        """DANN's `compile`; `label_from_logits`: whether the label head outputs logits
-        (by default told from its last activation: linear logits, softmax or sigmoid probabilities)."""
+        """DANN's `compile`, and whether the label head outputs logits.
+
+        Args:
+          *args: DANN's positional `compile` arguments: `optimizer`, `loss`, `metrics`.
+          label_from_logits: whether the label head outputs logits; None: told from
+            its last activation (linear: logits; softmax or sigmoid: probabilities),
+            a ValueError when it cannot be told.
+          **kwargs: DANN's keyword `compile` arguments (`domain_loss`,
+            `domain_loss_weight`, `domain_from_logits`, `domain_loss_reduction`,
+            by default `"mean_over_domains"` here, `part_optimizers`) and Keras'.
+        """
         super().compile(*args, label_from_logits=label_from_logits, **kwargs)
 
     def _conditioning_compile_keys(self) -> tuple:
@@ -213,7 +224,12 @@ class CDAN(DomainHeadModel):
     # --- the map -----------------------------------------------------------------------
 
     def map_size(self, features: int, classes: int) -> int:
-        """The map's output size for `features` features and `classes` classes (a binary head: 2)."""
+        """The map's output size, what the domain head takes.
+
+        Args:
+          features: the number of features, dim(f).
+          classes: the number of classes (a binary head: 2).
+        """
         return self.randomized_dim if self._randomized_for(features, classes) else features * classes
 
     def _randomized_for(self, features: int, classes: int) -> bool:
@@ -229,7 +245,12 @@ class CDAN(DomainHeadModel):
         return bool(self.randomized)
 
     def conditioning_map(self, features: Any, probabilities: Any) -> Any:
-        """`T(f, g)`: the multilinear map, or the randomized one (see the module's doc)."""
+        """`T(f, g)`: the multilinear map, or the randomized one (see the module's doc).
+
+        Args:
+          features: the features `f`, [batch, dim(f)].
+          probabilities: the class probabilities `g`, [batch, classes].
+        """
         n_features, classes = int(features.shape[-1]), int(probabilities.shape[-1])
         if not self._randomized_for(n_features, classes):
             return multilinear_map(features, probabilities)

@@ -41,6 +41,8 @@ class DANN(DomainHeadModel):
       lambda_schedule: `"paper"` (the ramp over each fit's progress p),
         `"constant"`, or `"warm_start"` (the ramp over `warm_start_steps`
         steps, Transfer-Learning-Library's).
+      **kwargs: `warm_start_steps` (with `lambda_schedule="warm_start"`),
+        then Keras' `Model` arguments (`name`, ...).
 
     `compile(optimizer, loss, metrics)` describes the label task, as for any
     Keras model; `domain_loss` (default: binary cross-entropy, from logits

@@ -99,7 +99,17 @@ def check_domain_output(method: str, shape: Any) -> None:
 
 
 class DomainHeadModel(AdversarialModel):
-    """An `AdversarialModel` whose adversary is a domain head (see `DANN`, `CDAN`)."""
+    """An `AdversarialModel` whose adversary is a domain head (see `DANN`, `CDAN`).
+
+    Args:
+      feature_extractor, label_head, domain_head: the three parts (as `DANN`'s).
+      lambda_max, gamma, lambda_schedule: the reversal's schedule (as `DANN`'s).
+      **kwargs: `warm_start_steps` and Keras' `Model` arguments.
+
+    Attributes:
+      DEFAULT_REDUCTION: the domain term `compile(domain_loss_reduction=None)`
+        gives: DANN's the paper's sum over the domains, CDAN's the authors' mean.
+    """
 
     PARTS = ("feature_extractor", "label_head", "domain_head")
     OWN_OPTIMIZER_PARTS = ("feature_extractor", "domain_head")
@@ -144,6 +154,9 @@ class DomainHeadModel(AdversarialModel):
         """Keras' `compile` for the label task, plus the domain loss and per-part optimizers.
 
         Args:
+          optimizer: the model's optimizer, as Keras' `compile` takes it.
+          loss: the label task's loss, as Keras' `compile` takes it.
+          metrics: the label task's metrics, as Keras' `compile` takes them.
           domain_loss: a Keras loss or `fn(y_true, y_pred)` giving per-point
             losses (`y_true`, `y_pred` of shape [batch, 1]); default binary
             cross-entropy (from logits if the domain head outputs logits).
@@ -163,6 +176,7 @@ class DomainHeadModel(AdversarialModel):
             model's optimizer at that multiple of its learning rate (see
             `grad_reverse.adaptation.training.optimizers`). The label head, and any part
             not named, train with `optimizer`.
+          **kwargs: CDAN's `label_from_logits`, then Keras' keyword `compile` arguments.
         """
         super().compile(
             optimizer,

@@ -112,6 +112,10 @@ class MDD(AdversarialModel):
       lambda_max, gamma, lambda_schedule, warm_start_steps: the reversal's
         schedule (see `grad_reverse.schedule`); default the ramp to 0.1 over the
         fit's progress with gamma 20 (TLlib's warm start over its 20,000 steps).
+      **kwargs: Keras' `Model` arguments (`name`, ...).
+
+    Attributes:
+      form: the form it was made with, `"classification"` or `"regression"`.
 
     `compile(optimizer, loss, metrics, part_optimizers=..., label_from_logits=...)`;
     parts with their own optimizer: `feature_extractor`, `adversarial_head`.
@@ -171,8 +175,17 @@ class MDD(AdversarialModel):
     # --- compile -----------------------------------------------------------------------
 
     def compile(self, *args: Any, label_from_logits: bool | None = None, **kwargs: Any) -> None:
-        """Keras' `compile` and `part_optimizers`; `label_from_logits` (classification):
-        whether the label head outputs logits, by default told from its last activation."""
+        """Keras' `compile` and `part_optimizers`, and whether the label head outputs logits.
+
+        Args:
+          *args: Keras' positional `compile` arguments: `optimizer`, `loss`, `metrics`.
+          label_from_logits: (classification) whether the label head outputs
+            logits; None: told from its last activation (linear: logits;
+            softmax or sigmoid: probabilities).
+          **kwargs: `part_optimizers` (`{"feature_extractor": ...,
+            "adversarial_head": ...}`: an optimizer, or a learning-rate
+            scale of the model's) and Keras' keyword `compile` arguments.
+        """
         super().compile(*args, label_from_logits=label_from_logits, **kwargs)
 
     def _method_compile_keys(self) -> tuple:

@@ -3,19 +3,19 @@ Ganin et al., "Domain-Adversarial Training of Neural Networks", JMLR 2016, §5.1
 
 Source domain: two moons, 150 labeled points each. Target domain: 300 fresh
 points of the same distribution rotated by 35°, whose labels training never
-sees. A source-only network and a DANN (`grad_reverse.DANN`: the same network
+sees. A plain network and a DANN (`grad_reverse.DANN`: the same network
 plus a domain head behind `GradReverse`) are trained with Keras `fit`; the
 DANN with the paper's objective and lambda schedule towards 6.
 
 The promise: both networks fit the source, and DANN's target accuracy,
-averaged over the seeds, is above source-only's (the command's exit status
+averaged over the seeds, is above the plain network's (the command's exit status
 says whether it was); single seeds differ from CPU to CPU, means less.
 docs/demo.md has what was measured over seeds and machines, and why a
 15-unit feature layer with a linear domain classifier gives a spread of
 target accuracies rather than the paper's single near-perfect run.
 
 `demo --problem blobs` or `demo --methods ...` compares methods instead:
-source-only, DANN, CDAN, CDAN+E and MDD, each from the same weights on the
+plain, DANN, CDAN, CDAN+E and MDD, each from the same weights on the
 same batches per seed (`method_runs`, `methods_experiment`; docs/demo.md).
 `demo --problem fashion-mnist-m` does so on images: the paper's MNIST ->
 MNIST-M shift made from Fashion-MNIST (`image_runs`), with a network trained
@@ -35,7 +35,7 @@ The modules, one job each:
 * `experiment`: `run()`, the whole moons experiment: seeds, report, plot,
   export and check, results.json;
 * `problems`: the problems a comparison runs on (moons, blobs);
-* `method_runs`: the models of source-only, DANN, CDAN, CDAN+E and MDD for a
+* `method_runs`: the models of the plain network, DANN, CDAN, CDAN+E and MDD for a
   problem, their training over seeds, the table;
 * `plot_accuracy`: a comparison's target accuracy per method and seed;
 * `fashion_mnist`: Fashion-MNIST's IDX files, found where a system package or

@@ -10,7 +10,7 @@ features) and `domain` (source or target, from the same features behind
 target; the label loss is masked to the source points by `sample_weight`
 (the target's labels are never seen), the domain loss covers all. Lambda is
 a `keras.Variable` that a callback ramps up as in the paper (Ganin et al.
-2016, eq. 14). Source-only is the same model, from the same weights on the
+2016, eq. 14). The plain network is the same model, from the same weights on the
 same batches, with the domain loss weighted 0.
 
 Nothing here needs TensorFlow (nor does `grad_reverse.DANN` on JAX and
@@ -40,7 +40,7 @@ DEFAULT_SEEDS = (0, 1, 2, 3, 4)
 
 class Result(NamedTuple):
     seed: int
-    source_only: float  # target accuracy
+    plain: float  # target accuracy
     dann: float
     source_dann: float  # DANN's accuracy on the source, which it must still fit
     seconds: float
@@ -102,7 +102,7 @@ def _lambda_schedule(variable: Any, steps: int) -> Any:
 
 
 def train(seed: int, steps: int = DEFAULT_STEPS, domain_weight: float = 1.0) -> Any:
-    """The model of `seed` after `steps` full-batch Adam steps; `domain_weight` 0 is source-only."""
+    """The model of `seed` after `steps` full-batch Adam steps; `domain_weight` 0 is the plain network."""
     import keras
 
     lambda_ = keras.Variable(0.0, trainable=False, name="lambda")
@@ -138,15 +138,15 @@ def accuracy(model: Any, x: np.ndarray, y: np.ndarray) -> float:
 
 
 def run_seed(seed: int, steps: int = DEFAULT_STEPS) -> Result:
-    """Source-only and DANN of one seed: target accuracies, and DANN's on the source."""
+    """The plain network and DANN of one seed: target accuracies, and DANN's on the source."""
     start = time.perf_counter()
     _, _, _, (x_target, y_target) = training_data(seed)
-    source_only = train(seed, steps, domain_weight=0.0)
+    plain = train(seed, steps, domain_weight=0.0)
     dann = train(seed, steps)
     d = make_domains(seed)
     return Result(
         seed,
-        accuracy(source_only, x_target, y_target),
+        accuracy(plain, x_target, y_target),
         accuracy(dann, x_target, y_target),
         accuracy(dann, d.x_source, d.y_source),
         time.perf_counter() - start,
@@ -155,9 +155,9 @@ def run_seed(seed: int, steps: int = DEFAULT_STEPS) -> Result:
 
 def table(results: Sequence[Result]) -> str:
     """A Markdown table: one row per seed and the means."""
-    lines = ["| seed | source-only (target) | DANN (target) | DANN (source) | seconds |", "|---|---|---|---|---|"]
+    lines = ["| seed | plain (target) | DANN (target) | DANN (source) | seconds |", "|---|---|---|---|---|"]
     for r in results:
-        lines.append(f"| {r.seed} | {r.source_only:.3f} | {r.dann:.3f} | {r.source_dann:.3f} | {r.seconds:.1f} |")
+        lines.append(f"| {r.seed} | {r.plain:.3f} | {r.dann:.3f} | {r.source_dann:.3f} | {r.seconds:.1f} |")
     mean = lambda i: float(np.mean([r[i] for r in results]))  # noqa: E731
     lines.append(f"| mean | {mean(1):.3f} | {mean(2):.3f} | {mean(3):.3f} | {mean(4):.1f} |")
     return "\n".join(lines)
@@ -167,7 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m grad_reverse.demo.any_backend",
         description="DANN with GradReverse and Keras' fit on the moons, on the Keras backend KERAS_BACKEND names; "
-        "exits 1 when DANN's mean target accuracy is not above source-only's.",
+        "exits 1 when DANN's mean target accuracy is not above the plain network's.",
     )
     parser.add_argument("--seeds", type=int, nargs="+", default=list(DEFAULT_SEEDS))
     parser.add_argument("--steps", type=int, default=DEFAULT_STEPS)
@@ -179,7 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = [run_seed(seed, args.steps) for seed in args.seeds]
     print(f"Keras {keras.__version__} on {keras.backend.backend()}, {args.steps} steps")
     print(table(results))
-    return 0 if np.mean([r.dann for r in results]) > np.mean([r.source_only for r in results]) else 1
+    return 0 if np.mean([r.dann for r in results]) > np.mean([r.plain for r in results]) else 1
 
 
 if __name__ == "__main__":

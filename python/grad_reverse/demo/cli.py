@@ -4,7 +4,7 @@ imports, `image_runs` and `method_runs` for their defaults, import it inside
 their functions only).
 
 Two paths: without `--methods` on the moons (the default), the moons demo
-(`demo.experiment`: source-only and DANN, the paper's networks, the numbers
+(`demo.experiment`: the plain network and DANN, the paper's networks, the numbers
 docs/demo.md documents); with `--methods`, or another problem, a comparison
 of the chosen methods (`demo.methods_experiment`, the models of `demo.method_runs`,
 or of `demo.image_runs` for `--problem fashion-mnist-m`, whose data and
@@ -40,7 +40,7 @@ def _positive_int(text: str) -> int:
 
 
 def is_moons_demo(args: argparse.Namespace) -> bool:
-    """The moons demo (source-only and DANN, its own networks), not a comparison."""
+    """The moons demo (the plain network and DANN, its own networks), not a comparison."""
     return args.problem == "moons" and args.methods is None
 
 
@@ -53,6 +53,9 @@ def default_steps(args: argparse.Namespace) -> int:
     if args.problem in IMAGE_PROBLEMS:
         return IMAGE_STEPS
     return DEFAULT_STEPS if is_moons_demo(args) else STEPS
+
+
+FORMER_NAMES = {"source_only": "plain"}
 
 
 def default_methods(args: argparse.Namespace) -> list:
@@ -74,7 +77,7 @@ def output_folder(args: argparse.Namespace) -> str:
 def _run_kind(results: dict) -> str:
     """What wrote a results.json, in words: the moons demo or a comparison on a problem."""
     problem = results.get("problem")  # a comparison's results name their problem; the moons demo's do not
-    return f"a comparison of methods on {problem}" if problem else "the moons demo (source-only and DANN)"
+    return f"a comparison of methods on {problem}" if problem else "the moons demo (the plain network and DANN)"
 
 
 def _refuse_other_kind(args: argparse.Namespace) -> str | None:
@@ -203,8 +206,8 @@ def _run_and_judge(args: argparse.Namespace) -> tuple:
         # With the default steps, DANN not beating the plain network means the
         # gradient is not being reversed (or far fewer steps were asked for).
         print(
-            f"demo: FAIL: DANN's mean target accuracy is not above source-only's "
-            f"({mean['dann'] - mean['source_only']:+.3f}){few}",
+            f"demo: FAIL: DANN's mean target accuracy is not above the plain network's "
+            f"({mean['dann'] - mean['plain']:+.3f}){few}",
             file=sys.stderr,
         )
     else:
@@ -219,7 +222,7 @@ def add_cli(subparsers: Any) -> None:
         "demo",
         help=HELP,
         description="Reproduces the inter-twinning moons experiment of Ganin et al. (JMLR 2016, "
-        "§5.1.1): a source-only network and a DANN with GradReverse, trained with Keras fit. "
+        "§5.1.1): a plain network and a DANN with GradReverse, trained with Keras fit. "
         "With --methods, or another --problem (blobs; fashion-mnist-m: images), compares the chosen "
         "methods instead (the same networks, weights and batches for each; a table over the seeds, "
         "decision boundaries or sample images, target accuracy per seed). The same --seed gives the "
@@ -237,9 +240,12 @@ def add_cli(subparsers: Any) -> None:
         "--methods",
         nargs="+",
         choices=IMAGE_METHODS,
+        # The baseline was called source_only before it took select_without_labels' name.
+        type=lambda method: FORMER_NAMES.get(method, method),
         metavar="METHOD",
         help=f"compare these: {', '.join(METHODS)}, and on fashion-mnist-m {', '.join(IMAGE_ONLY_METHODS)} "
-        "(the ceiling) (default: source_only and DANN as the moons demo; all of them on another problem)",
+        "(the ceiling); plain is the network trained on the source alone (source_only, its former name, "
+        "is accepted) (default: plain and DANN as the moons demo; all of them on another problem)",
     )
     parser.add_argument(
         "--data",

@@ -23,7 +23,7 @@ from grad_reverse.demo.training import (
     LAMBDA_MAX,
     LEARNING_RATE,
     train_dann,
-    train_source_only,
+    train_plain,
 )
 
 EXPORT_NAME = "dann_saved_model"
@@ -39,7 +39,7 @@ def describe_setup(steps: int) -> dict[str, str]:
         "logistic unit after GradReverse",
         "lambda": f"paper schedule lambda_p = {LAMBDA_MAX:g} * (2 / (1 + exp(-{GAMMA:g} p)) - 1), computed each step",
         "training": f"Adam lr {LEARNING_RATE} keeping EMA weights ({EMA_MOMENTUM}), {steps} steps; batches: "
-        f"all {2 * POINTS_PER_MOON} source points (source-only), "
+        f"all {2 * POINTS_PER_MOON} source points (the plain network), "
         f"{BATCH_PER_DOMAIN} source + {BATCH_PER_DOMAIN} target points (DANN)",
     }
 
@@ -57,7 +57,7 @@ def run(
     quiet: bool = False,
     loading_seconds: float | None = None,
 ) -> dict[str, Any]:
-    """Trains source-only and DANN for each seed; plots, exports and checks the first.
+    """Trains the plain network and DANN for each seed; plots, exports and checks the first.
 
     `loading_seconds` (the command line's TensorFlow import) is added to the
     final "Done in" line, so that it accounts for the whole wait.
@@ -75,7 +75,7 @@ def run(
         short lines when stdout is a file or a pipe.
 
     Returns a dict: `runs` (per seed: source and target accuracy of
-    `source_only` and `dann`), `mean_target`, `out_dir` (absolute), `plot`
+    `plain` and `dann`), `mean_target`, `out_dir` (absolute), `plot`
     (path, or None without matplotlib), `export` (SavedModel path),
     `serving_check` (the exit code of `grad_reverse.serving.check_serving`
     on it), `results` (JSON path), `seconds`, `setup`, `steps`.
@@ -98,35 +98,35 @@ def run(
     first_models = first_domains = None
     for seed in seeds:
         domains = make_domains(seed)
-        say(f"\n[seed {seed}] source-only network")
-        source_only = train_source_only(domains, seed, steps, quiet)
+        say(f"\n[seed {seed}] plain network")
+        plain = train_plain(domains, seed, steps, quiet)
         say(f"[seed {seed}] DANN (GradReverse, lambda schedule up to {LAMBDA_MAX:g})")
         dann = train_dann(domains, seed, steps, quiet)
         row = {"seed": int(seed)}
         held_out = make_domains(seed + label_free.HELD_OUT_SEED)  # its source: points no model saw
-        for name, model in (("source_only", source_only), ("dann", dann)):
+        for name, model in (("plain", plain), ("dann", dann)):
             row[name] = {
                 "source": accuracy(model, domains.x_source, domains.y_source),
                 "target": accuracy(model, domains.x_target, domains.y_target),
             }
         row["label_free_pick"] = label_free.choose(
-            {"source_only": source_only, "dann": dann}, held_out.x_source, held_out.y_source, domains.x_target, seed
+            {"plain": plain, "dann": dann}, held_out.x_source, held_out.y_source, domains.x_target, seed
         )
         runs.append(row)
         say(
             f"[seed {seed}] accuracy      source  target\n"
-            f"  source-only           {row['source_only']['source']:.3f}   {row['source_only']['target']:.3f}\n"
+            f"  plain                 {row['plain']['source']:.3f}   {row['plain']['target']:.3f}\n"
             f"  DANN                  {row['dann']['source']:.3f}   {row['dann']['target']:.3f}"
         )
         if first_models is None:
-            first_models, first_domains = (source_only, dann), domains
+            first_models, first_domains = (plain, dann), domains
 
-    mean_target = {name: float(np.mean([r[name]["target"] for r in runs])) for name in ("source_only", "dann")}
+    mean_target = {name: float(np.mean([r[name]["target"] for r in runs])) for name in ("plain", "dann")}
     say(
-        f"\nTarget accuracy, mean over seeds {list(seeds)}: source-only {mean_target['source_only']:.3f}, "
-        f"DANN {mean_target['dann']:.3f} ({mean_target['dann'] - mean_target['source_only']:+.3f})"
+        f"\nTarget accuracy, mean over seeds {list(seeds)}: plain {mean_target['plain']:.3f}, "
+        f"DANN {mean_target['dann']:.3f} ({mean_target['dann'] - mean_target['plain']:+.3f})"
     )
-    names = ("source_only", "dann")
+    names = ("plain", "dann")
     say(
         "\n"
         + label_free.summary(
@@ -136,13 +136,13 @@ def run(
         )
     )
 
-    source_only, dann = first_models
+    plain, dann = first_models
     first = runs[0]
     plot = plot_decision_boundaries(
         os.path.join(out_dir, PLOT_NAME),
         first_domains,
         [
-            (panel_title("source-only", first["seed"], first["source_only"]["target"]), source_only),
+            (panel_title("plain", first["seed"], first["plain"]["target"]), plain),
             (panel_title("DANN", first["seed"], first["dann"]["target"]), dann),
         ],
     )

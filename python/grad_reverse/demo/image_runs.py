@@ -21,7 +21,7 @@ momentum 0.9 and the paper's annealing (`DANNLearningRateSchedule`: 0.01 /
 (1 + 10 p)^0.75), lambda ramped as the paper's `2 / (1 + exp(-10 p)) - 1`
 times `LAMBDA_MAX`, batches of `BATCH_SIZE` (half source, half target).
 
-Methods: `source_only` (the DANN with domain_loss_weight 0), `dann`, `cdan`,
+Methods: `plain` (the DANN with domain_loss_weight 0), `dann`, `cdan`,
 `cdan_e`, `mdd`, and `target_trained`: the same network and batches trained
 on the target half's labels, the ceiling adaptation is measured against.
 Every method of a seed starts from the same weights. docs/methods.md has
@@ -38,7 +38,7 @@ import numpy as np
 
 from grad_reverse.demo import method_runs
 
-IMAGE_METHODS = ("source_only", "dann", "cdan", "cdan_e", "mdd", "target_trained")
+IMAGE_METHODS = ("plain", "dann", "cdan", "cdan_e", "mdd", "target_trained")
 BATCH_SIZE = 128  # source + target, as the paper's 64 + 64 (Ganin's code)
 LAMBDA_MAX = 1.0
 LEARNING_RATE = 0.01
@@ -129,7 +129,7 @@ def parts(seed: int, input_shape: tuple = (28, 28, 3)) -> tuple:
 
 
 def build(method: str, seed: int, steps: int, lambda_max: float = LAMBDA_MAX) -> Any:
-    """The compiled model of `method` (`target_trained` and `source_only`: a DANN without its domain term)."""
+    """The compiled model of `method` (`target_trained` and `plain`: a DANN without its domain term)."""
     from grad_reverse._keras import keras
     from grad_reverse.adaptation import CDAN, DANN, MDD, DANNLearningRateSchedule
 
@@ -223,16 +223,14 @@ def run(
 
 
 def gap_closed(result: dict) -> dict:
-    """Each adaptation method's share of the gap between source-only's mean target
+    """Each adaptation method's share of the gap between the plain network's mean target
     accuracy and the ceiling's (`target_trained`); empty without both, None for a gap <= 0."""
     means = {m: float(np.mean(v)) for m, v in result["accuracy"].items()}
-    if not {"source_only", "target_trained"} <= set(means):
+    if not {"plain", "target_trained"} <= set(means):
         return {}
-    gap = means["target_trained"] - means["source_only"]
+    gap = means["target_trained"] - means["plain"]
     return {
-        m: (means[m] - means["source_only"]) / gap if gap > 0 else None
-        for m in means
-        if m not in ("source_only", "target_trained")
+        m: (means[m] - means["plain"]) / gap if gap > 0 else None for m in means if m not in ("plain", "target_trained")
     }
 
 

@@ -5,8 +5,8 @@ models, beside the target accuracy of each (which the rule cannot see).
 Each seed's models are scored on held-out source points no model trained on
 (a fresh draw of a generated problem's source distribution; the test set's
 grey images for fashion-mnist-m) and on the unlabeled target points, at most
-`POINTS` of each (a seeded sample). The source-only network is the plain
-candidate, so "don't adapt" is always an answer.
+`POINTS` of each (a seeded sample). The plain network (trained on the source only) is
+always a candidate, so "don't adapt" is always an answer.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 # Held-out source points of a generated problem: its source drawn again from this seed offset.
 HELD_OUT_SEED = 10_000
 POINTS = 2000
-PLAIN = "source_only"  # the demo's name of the plain network
+PLAIN = "plain"  # the demo's name of the plain network, as select_without_labels' default
 
 
 def _sample(seed: int, *arrays: np.ndarray) -> tuple:
@@ -29,7 +29,7 @@ def _sample(seed: int, *arrays: np.ndarray) -> tuple:
 
 def choose(models: dict, x_source: np.ndarray, y_source: np.ndarray, x_target: np.ndarray, seed: int) -> str:
     """The method `select_without_labels` (its default rule) picks among one
-    seed's trained `models` (`{method: model}`, the source-only network under `PLAIN`)."""
+    seed's trained `models` (`{method: model}`, the plain network under `PLAIN`)."""
     from grad_reverse.adaptation import select_without_labels
 
     x_source, y_source = _sample(seed, x_source, y_source)
@@ -55,7 +55,7 @@ def summary(picks: list, accuracy: dict, seeds: list) -> str:
     lines.append(f"Mean target accuracy of the picks: {np.mean(chosen):.3f} (every seed's same method: {means}).")
     lines.append(
         "  (The rule keeps the models whose held-out source accuracy is within its sampling noise of the "
-        "source-only network's, then picks the one that agrees most with their averaged target predictions; "
-        "a tie goes to source-only. docs/demo.md explains the block.)"
+        "plain network's, then picks the one whose labels of mixed target points are the most consistent "
+        "(MixVal); a tie goes to plain. docs/demo.md explains the block.)"
     )
     return "\n".join(lines)

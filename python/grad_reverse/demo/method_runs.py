@@ -1,13 +1,13 @@
-"""Source-only, DANN, CDAN, CDAN+E and MDD side by side on one problem over seeds:
+"""The plain network, DANN, CDAN, CDAN+E and MDD side by side on one problem over seeds:
 the models and training of
 
-    python -m grad_reverse demo --problem blobs --methods source_only dann cdan mdd --seed 0 1 2
+    python -m grad_reverse demo --problem blobs --methods plain dann cdan mdd --seed 0 1 2
 
 which prints each method's target accuracy, min / mean / max over the seeds
 (`table`), draws them and writes results.json (`demo.methods_experiment`). Every
 method trains the same networks from the same initial weights (per seed) on
 the same batches, with Adam(0.01) keeping an exponential moving average of
-the weights (as the moons demo); `source_only` is the DANN with
+the weights (as the moons demo); `plain` is the DANN with
 domain_loss_weight 0 (the label loss alone). Problems: `demo.problems`.
 """
 
@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-METHODS = ("source_only", "dann", "cdan", "cdan_e", "mdd")
-ADAPTATION_METHODS = METHODS[1:]  # all but source_only
+METHODS = ("plain", "dann", "cdan", "cdan_e", "mdd")
+ADAPTATION_METHODS = METHODS[1:]  # all but plain
 LAMBDA_MAX = {"moons": 6.0, "blobs": 1.0}  # DANN's and CDAN's ramp; MDD keeps TLlib's warm start to 0.1
 # The settings the problems' claims and tables were measured at (docs/demo.md): CDAN's term as
 # DANN's, the paper's sum (twice CDAN's authors', its default), at which LAMBDA_MAX was chosen, and
@@ -61,7 +61,7 @@ def build(method: str, problem: Any, seed: int) -> Any:
     features, label, domain = _parts(problem, seed)
     lambda_max = LAMBDA_MAX[problem.name]
     extra: dict = {}
-    if method in ("source_only", "dann"):
+    if method in ("plain", "dann"):
         model = DANN(features, label, domain, lambda_max=lambda_max)
     elif method in ("cdan", "cdan_e"):
         model = CDAN(
@@ -78,7 +78,7 @@ def build(method: str, problem: Any, seed: int) -> Any:
     else:
         raise ValueError(f"demo: unknown method {method!r}; accepted: {METHODS}")
     loss = "binary_crossentropy" if problem.classes == 2 else "sparse_categorical_crossentropy"
-    if method == "source_only":
+    if method == "plain":
         extra = {"domain_loss_weight": 0.0}
     model.compile(keras.optimizers.Adam(0.01, use_ema=True, ema_momentum=0.99), loss, **extra)
     return model

@@ -29,17 +29,17 @@ def _label(features):
     return keras.layers.Dense(1, activation="sigmoid", name="label")(features)
 
 
-def build_source_only(seed: int) -> keras.Model:
+def build_plain(seed: int) -> keras.Model:
     """x -> 15 sigmoid units -> P(class 1), initialized from `seed`."""
     inputs, features = _features(seed)
-    return keras.Model(inputs, _label(features), name="source_only")
+    return keras.Model(inputs, _label(features), name="plain")
 
 
 def build_dann(seed: int, lambda_max: float, gamma: float) -> DANN:
     """`DANN`: x -> features -> P(class 1); features -> GradReverse -> P(target domain).
 
     The features and the label head start from the same weights as
-    `build_source_only(seed)`'s; lambda follows the paper's ramp up to `lambda_max`.
+    `build_plain(seed)`'s; lambda follows the paper's ramp up to `lambda_max`.
     """
     inputs, features = _features(seed)
     feature_extractor = keras.Model(inputs, features, name="feature_extractor")

@@ -6,7 +6,7 @@ one image problem read from files a system package installs (`demo.image_runs`).
 * `blobs`: three Gaussian classes on a circle (angles 90°, 210°, 330°,
   radius 2, standard deviation 0.6), balanced in the source; the target is
   rotated by 45° and its classes come in proportions 0.5 / 0.3 / 0.2. The
-  rotation is what adaptation can undo: a source-only network sees the
+  rotation is what adaptation can undo: a plain network sees the
   target's classes 15° from its boundaries. The label shift is what DANN
   cannot: the source marginal puts a third of its mass on each class, the
   target's half on class 0, so a feature map that makes the two marginals
@@ -84,24 +84,24 @@ CHOICES = tuple(PROBLEMS) + IMAGE_PROBLEMS  # what `demo --problem` accepts
 # What each problem shows, as the demo's exit status checks it: pairs
 # (better, worse) of methods whose mean target accuracy must come in that
 # order when both were run. On the moons DANN, CDAN and CDAN+E beat
-# source-only; MDD did not in any setting tried (docs/methods.md's table), so
+# the plain network; MDD did not in any setting tried (docs/methods.md's table), so
 # no claim is made for it there. Blobs is built for DANN to lose to its label
 # shift, so there it is CDAN that must beat DANN, and CDAN and CDAN+E
-# source-only. MDD's mean beat source-only's on blobs on three CPU paths of
+# the plain network. MDD's mean beat the plain network's on blobs on three CPU paths of
 # four (by 0.026 to 0.044) and lost on the fourth (by 0.022, one seed at
 # 0.435: an AMD EPYC under ONEDNN_MAX_CPU_ISA=AVX2), so no claim is made for
 # it there either.
 CLAIMS = {
-    "moons": (("dann", "source_only"), ("cdan", "source_only"), ("cdan_e", "source_only")),
-    "blobs": (("cdan", "dann"), ("cdan", "source_only"), ("cdan_e", "source_only")),
+    "moons": (("dann", "plain"), ("cdan", "plain"), ("cdan_e", "plain")),
+    "blobs": (("cdan", "dann"), ("cdan", "plain"), ("cdan_e", "plain")),
 }
 # What a comparison's reader should expect of each problem, printed under its
 # table, so that a method losing by design does not read as a failure.
 EXPECTED = {
-    "moons": "the moons are DANN's problem: DANN, CDAN and CDAN+E are expected above source-only; "
+    "moons": "the moons are DANN's problem: DANN, CDAN and CDAN+E are expected above the plain network; "
     "MDD is not (it was not in any setting tried)",
     "blobs": "blobs has label shift (the target holds the classes in other proportions): DANN, which aligns "
-    "the domains' features as a whole, is meant to lose to source-only here; CDAN, conditioned on the "
+    "the domains' features as a whole, is meant to lose to the plain network here; CDAN, conditioned on the "
     "predicted class, is expected above both",
 }
 

@@ -1,6 +1,6 @@
 """Training the two networks of the moons demo with Keras `fit`.
 
-Source-only: all 300 labeled source points every step (full batches, so
+The plain network: all 300 labeled source points every step (full batches, so
 the baseline fits the source on every seed; smaller batches can stall it at
 a nearly linear boundary, which would flatter DANN).
 
@@ -37,7 +37,7 @@ import tensorflow as tf
 from grad_reverse._keras import keras
 from grad_reverse.adaptation import DANN
 from grad_reverse.demo.data import MoonsDomains
-from grad_reverse.demo.models import build_dann, build_source_only
+from grad_reverse.demo.models import build_dann, build_plain
 from grad_reverse.demo.progress import fit_progress
 
 BATCH_PER_DOMAIN = 150
@@ -59,9 +59,9 @@ def _full_source_batches(domains: MoonsDomains) -> tf.data.Dataset:
     return tf.data.Dataset.from_tensors((domains.x_source, domains.y_source)).repeat()
 
 
-def train_source_only(domains: MoonsDomains, seed: int, steps: int, quiet: bool = True) -> keras.Model:
+def train_plain(domains: MoonsDomains, seed: int, steps: int, quiet: bool = True) -> keras.Model:
     """The plain network, trained on the labeled source points only."""
-    model = build_source_only(seed)
+    model = build_plain(seed)
     model.compile(optimizer=optimizer(), loss="binary_crossentropy", metrics=["accuracy"])
     verbose, callbacks = fit_progress("fit", steps, quiet)
     # shuffle=False: the datasets make their own batches; Keras warns about shuffle=True.

@@ -157,6 +157,10 @@ def signature_op_types(path: PathLike, tags: Sequence[str] = (SERVING_TAG,)) -> 
     loads the model) is included like a signature. Functions no signature
     reaches (a saved `train_step`, say) are not: a server never instantiates
     them, so they may keep GradReverse.
+
+    Args:
+      path: the SavedModel directory.
+      tags: the MetaGraph's tags (default: `serve`).
     """
     return meta_graph_op_types(meta_graph_for_tags(read_saved_model(path), tags, path))
 
@@ -171,7 +175,15 @@ def meta_graph_op_types(meta_graph) -> dict[str, set[str]]:
 
 
 def non_stock_op_types(path: PathLike, tags: Sequence[str] = (SERVING_TAG,)) -> dict[str, set[str]]:
-    """The signatures of `path` that need ops stock TensorFlow does not have."""
+    """The signatures of `path` that need ops stock TensorFlow does not have.
+
+    Args:
+      path: the SavedModel directory.
+      tags: the MetaGraph's tags (default: `serve`).
+
+    Returns:
+      `{signature: the op types stock TensorFlow lacks}`, only for the signatures that need some.
+    """
     stock = stock_op_types()
     found = {key: ops - stock for key, ops in signature_op_types(path, tags).items()}
     return {key: ops for key, ops in found.items() if ops}
@@ -179,7 +191,12 @@ def non_stock_op_types(path: PathLike, tags: Sequence[str] = (SERVING_TAG,)) -> 
 
 def check_serving(path: PathLike, tags: Sequence[str] = (SERVING_TAG,), out=None) -> int:
     """Prints each signature's op types; returns EXIT_OK (0) if all are stock,
-    EXIT_FAILED (1) if not, EXIT_ERROR (2) on error."""
+    EXIT_FAILED (1) if not, EXIT_ERROR (2) on error.
+
+    Args:
+      path: the SavedModel directory.
+      tags: the MetaGraph's tags (default: `serve`).
+      out: where the report is printed (default: stdout)."""
     out = out or sys.stdout
     try:
         proto = read_saved_model(path)

@@ -98,7 +98,11 @@ def _run_make_servable(args: argparse.Namespace) -> int:
 
 
 def add_cli(subparsers: Any) -> None:
-    """Registers `check-serving PATH` and `make-servable SRC DST` on an argparse subparsers object."""
+    """Registers `check-serving PATH` and `make-servable SRC DST` on an argparse subparsers object.
+
+    Args:
+      subparsers: what `argparse.ArgumentParser.add_subparsers()` returned.
+    """
     check = subparsers.add_parser(
         "check-serving",
         help="list the op types of a SavedModel's serving signatures; fail on non-stock ones",
@@ -164,7 +168,11 @@ def add_cli(subparsers: Any) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs one serving command in this process, as `python -m grad_reverse
     COMMAND ...` would once the package is loaded (`argv` without the program
-    name); returns the exit status."""
+    name); returns the exit status.
+
+    Args:
+      argv: the command and its arguments (default: `sys.argv[1:]`).
+    """
     parser = argparse.ArgumentParser(prog="python -m grad_reverse")
     add_cli(parser.add_subparsers(dest="command", required=True, metavar="COMMAND"))
     args = parser.parse_args(argv)

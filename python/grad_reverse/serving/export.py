@@ -23,6 +23,12 @@ def grad_reverse_or_identity(x, lambda_: LambdaLike = 1.0, *, training: bool | N
 
     Typical use: give the model's call a `training` argument, pass it here,
     and export a serving function that calls the model with `training=False`.
+
+    Args:
+      x: the tensor.
+      lambda_: the gradient's factor, as `grad_reverse` takes it.
+      training: False leaves the op out; True or None reverses gradients.
+      name: the op's name, as `grad_reverse` takes it.
     """
     if training is False:
         return x
@@ -53,11 +59,16 @@ def export_serving(
     folder of a run that was killed is removed by the next run for `path`,
     as make-servable's are.
 
-    `check` (default) raises ValueError if a signature still needs an op
-    stock TF Serving lacks (another library's custom op); `verify` also runs
-    every signature of both exports and requires bitwise-equal outputs (in a
-    second process). `verbose` prints Keras' export summary
-    and the rewriter's report.
+    Args:
+      model: a Keras model (anything with `model.export`).
+      path: the SavedModel directory to write.
+      input_signature: passed to `model.export` (its inputs' specs);
+        default: what Keras infers from a built model.
+      check: raise ValueError if a signature still needs an op stock TF
+        Serving lacks (another library's custom op).
+      verify: also run every signature of both exports and require
+        bitwise-equal outputs (in a second process).
+      verbose: print Keras' export summary and the rewriter's report.
     """
     from grad_reverse._keras import KERAS_3
     from grad_reverse.serving import staging as staging_folder

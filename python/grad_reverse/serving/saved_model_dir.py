@@ -30,6 +30,11 @@ class SavedModelError(ValueError):
 
     `str(error)` is "PATH: what is wrong", the path named once; `for_cli()`
     says the same with the command line's flags instead of Python keywords.
+
+    Args:
+      path: the path that is wrong.
+      reason: what is wrong, in Python's words (keywords such as `overwrite=True`).
+      cli_reason: the same in the command line's words (`--overwrite`); default: `reason`.
     """
 
     def __init__(self, path: PathLike, reason: str, cli_reason: str = "") -> None:
@@ -64,6 +69,9 @@ def read_saved_model(path: PathLike) -> saved_model_pb2.SavedModel:
 
     Raises SavedModelError if there is no such directory, no saved_model.pb,
     or the file does not parse as a SavedModel with at least one MetaGraph.
+
+    Args:
+      path: the export directory.
     """
     file = saved_model_file(path)
     proto = saved_model_pb2.SavedModel()

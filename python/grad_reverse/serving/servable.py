@@ -52,7 +52,14 @@ class UnverifiedError(NotServableError):
 
 @dataclass
 class ServableReport:
-    """What make_servable did: changes per MetaGraph, and the proof it ran."""
+    """What make_servable did: changes per MetaGraph, and the proof it ran.
+
+    Attributes:
+      src: the SavedModel read.
+      dst: the SavedModel written.
+      changes: what was replaced, per MetaGraph.
+      verified: the signatures run on both and compared (with their status).
+      unverified: the signatures that could not be run."""
 
     src: str
     dst: str
@@ -94,6 +101,16 @@ def make_servable(
     `overwrite` replaces an existing `dst` only if it is a SavedModel (an
     earlier copy) or an empty directory; `overwrite_any_directory` replaces
     any directory, with every file in it.
+
+    Args:
+      src: the SavedModel to read.
+      dst: the directory to write.
+      overwrite: replace an existing `dst` that is a SavedModel or empty.
+      overwrite_any_directory: replace any directory at `dst`.
+      verify: run every `serve` signature on both and compare.
+      allow_unverified: go on when a signature cannot be run.
+      check: check `dst` for stock ops only.
+      out: where the report is printed (default: stdout).
 
     Raises SavedModelError (src is not a usable SavedModel or a file of it is
     damaged, dst exists without `overwrite`, ...), NotServableError (check or verification failed) or its

@@ -132,10 +132,21 @@ def label_from_logits(who: str, model: Any, from_logits: bool | None = None) -> 
 
 @dataclasses.dataclass
 class Outputs:
-    """What the validators read of a model, computed once per model and data.
+    """What the validators read of a model, computed once per model and data
+    (by `Validator.__call__`, or once for all of `ValidatorCallback`'s) and
+    passed to `Validator.score`. A new validator reads these fields only.
 
-    `features_from`: "feature_extractor" (a DANN's, CDAN's or MDD's) or
-    "probabilities" (a model without one: its class probabilities stand in).
+    Attributes:
+      source_features: the feature extractor's output on the held-out source
+        points, one row per point (for a model without one: its class
+        probabilities).
+      source_probabilities: the label head's class probabilities on them,
+        `[points, classes]` (a sigmoid's one unit made two classes).
+      source_labels: their labels as class numbers, `[points]`.
+      target_features: the feature extractor's output on the target points.
+      target_probabilities: the class probabilities on the target points.
+      features_from: "feature_extractor" (a DANN's, CDAN's or MDD's) or
+        "probabilities" (a model without one: its class probabilities stand in).
     """
 
     source_features: np.ndarray

@@ -140,9 +140,17 @@ def select_by_reverse_validation(
 ) -> tuple[Any, dict]:
     """The candidate (e.g. a lambda_max) whose DANN has the lowest reverse validation risk.
 
-    `make_model(candidate)` builds and compiles the DANN of one candidate;
-    `kwargs` go to `reverse_validation` (splits, seed, pseudo_labels, fit
-    arguments). Returns `(best candidate, {candidate: ReverseValidation})`.
+    Args:
+      candidates: the configurations to compare (hashable: they key the result).
+      make_model: `make_model(candidate)` builds and compiles the DANN of
+        one candidate.
+      x_source, y_source: the labeled source points (arrays).
+      x_target: the unlabeled target points (an array).
+      **kwargs: passed to `reverse_validation` (`validation_fraction`,
+        `seed`, `pseudo_labels`, `fit` arguments).
+
+    Returns:
+      `(best candidate, {candidate: ReverseValidation})`.
     """
     results = {
         candidate: reverse_validation(lambda c=candidate: make_model(c), x_source, y_source, x_target, **kwargs)
@@ -169,7 +177,15 @@ class ReverseValidator(Validator):
 
     It estimates how well the model's labeling of the target carries back to
     the source. Cost: one whole training per score, so it is the dearest
-    validator by far; `fit_kwargs` go to the reverse model's `fit`.
+    validator by far.
+
+    Args:
+      make_model: builds and compiles a fresh model of the scored model's
+        configuration; called once per score, after
+        `keras.utils.set_random_seed(seed)`.
+      seed: the reverse model's initialization and batch order.
+      **fit_kwargs: passed to the reverse model's `fit` (`batch_size`,
+        `epochs`, ...).
     """
 
     name = "reverse"
