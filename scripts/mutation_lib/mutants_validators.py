@@ -1,5 +1,5 @@
 """The curated mutants of choosing without target labels, round two: EnsV,
-MixVal and ValidatorCallback's EMA weights. mutant.py defines Mutant;
+MixVal, the default rule's gate and ValidatorCallback's EMA weights. mutant.py defines Mutant;
 mutants.py assembles MUTANTS from these and the other files'.
 """
 
@@ -8,6 +8,23 @@ from __future__ import annotations
 from mutation_lib.mutant import Mutant, T
 
 VALIDATOR_MUTANTS: tuple[Mutant, ...] = (
+    Mutant(
+        name="rule-gate-skipped",
+        promise="the default rule ranks only the candidates within the held-out source's noise of the plain network",
+        file="adaptation/validation/rule.py",
+        edits=(
+            (
+                "    gated = [n for n in names if n == plain or source_accuracy[n] >= floor]\n",
+                "    gated = list(names)\n",
+            ),
+        ),
+        tests=(
+            T + "adaptation/test_validator_rule.py::"
+            "test_the_gated_candidate_ranked_highest_wins_and_the_refused_are_not_ranked",
+            T
+            + "adaptation/test_validator_rule.py::test_a_candidate_below_the_gate_cannot_win_even_when_it_ranks_highest",
+        ),
+    ),
     Mutant(
         name="ensv-scores-against-own-predictions",
         promise="EnsV scores each candidate against the pool's averaged predictions, not its own",

@@ -208,10 +208,23 @@ def check_labels(who: str, y: Any, n: int, x_shape: tuple = ()) -> np.ndarray:
     return y
 
 
+def predicted(part: Any, x: np.ndarray) -> np.ndarray:
+    """`part`'s outputs on `x` as numpy, `PREDICT_BATCH` points at a time.
+
+    Direct calls, not `predict()`: `predict` traces a function for each new
+    model, and a selection or a demo scoring many models makes TensorFlow
+    warn about retracing for what is no retracing of any one model."""
+    from grad_reverse._keras import keras
+
+    to_numpy = getattr(getattr(keras, "ops", None), "convert_to_numpy", np.asarray)
+    x = np.asarray(x)
+    parts = [to_numpy(part(x[i : i + PREDICT_BATCH], training=False)) for i in range(0, len(x), PREDICT_BATCH)]
+    return np.concatenate([np.asarray(p) for p in parts]) if parts else np.zeros((0,))
+
+
 def predicted_probabilities(who: str, model: Any, x: np.ndarray, logits: bool) -> np.ndarray:
     """The model's class probabilities [points, classes] on `x`."""
-    outputs = np.asarray(model.predict(x, batch_size=PREDICT_BATCH, verbose=0))
-    return scores.probabilities(who, outputs, logits)
+    return scores.probabilities(who, predicted(model, x), logits)
 
 
 def model_outputs(
@@ -233,8 +246,8 @@ def model_outputs(
             # No feature extractor to read: the class probabilities stand for the features.
             p = predicted_probabilities(who, model, x, logits)
             return p, p
-        features = np.asarray(extractor.predict(x, batch_size=PREDICT_BATCH, verbose=0))
-        outputs = np.asarray(head.predict(features, batch_size=PREDICT_BATCH, verbose=0))
+        features = predicted(extractor, x)
+        outputs = predicted(head, features)
         return features.reshape(len(x), -1), scores.probabilities(who, outputs, logits)
 
     source_features, source_p = features_and_probabilities(x_source)
