@@ -72,13 +72,17 @@ ONE_MODEL = {
 }
 
 
-def score_folder(folder: str, again: bool = False, only: list | None = None, workers: int = 1) -> None:
+def score_folder(
+    folder: str, again: bool = False, only: list | None = None, workers: int = 1, shifts: list | None = None
+) -> None:
     """Scores every saved checkpoint by `only` (default: every one-model
     validator) where the cache lacks a score, appending to the cache."""
     names = only or list(ONE_MODEL)
     os.makedirs(os.path.join(folder, "scores"), exist_ok=True)
     for path in sorted(glob.glob(os.path.join(folder, "*.jsonl"))):
         shift = os.path.basename(path)[: -len(".jsonl")]
+        if shifts and shift not in shifts:
+            continue
         cache_path = os.path.join(folder, "scores", f"{shift}.jsonl")
         done: dict = {}
         if os.path.exists(cache_path) and not again:
@@ -110,8 +114,10 @@ def main() -> None:
     parser.add_argument("--again", action="store_true", help="score every checkpoint again")
     parser.add_argument("--only", help="comma-separated validators (default: all of ONE_MODEL)")
     parser.add_argument("--workers", type=int, default=1, help="processes scoring at once")
+    parser.add_argument("--shifts", help="comma-separated shifts (default: every one in the folder)")
     args = parser.parse_args()
-    score_folder(args.folder, args.again, args.only.split(",") if args.only else None, args.workers)
+    only, shifts = (a.split(",") if a else None for a in (args.only, args.shifts))
+    score_folder(args.folder, args.again, only, args.workers, shifts)
 
 
 if __name__ == "__main__":

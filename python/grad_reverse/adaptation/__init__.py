@@ -53,10 +53,12 @@ from grad_reverse.adaptation.validation.validators import (
 from grad_reverse.backend_ops import ON_TENSORFLOW
 from grad_reverse.schedule import DANNLearningRateSchedule, ScaledLearningRate
 
-if ON_TENSORFLOW:
-    from grad_reverse.adaptation.training.batches import paired_dataset
-else:
+# TensorFlow's first in the else branch: the API reference's generator reads both branches and
+# documents the last import of a name, which must be the tf.data version users call.
+if not ON_TENSORFLOW:
     from grad_reverse.adaptation.training.array_batches import paired_dataset
+else:
+    from grad_reverse.adaptation.training.batches import paired_dataset
 
 __all__ = [
     "CDAN",

@@ -60,6 +60,21 @@ class AdversarialModel(keras.Model):
     `METRIC_NAMES` (logged besides the label metrics and `lambda`), and
     define `_adversarial_step`, `_adversarial_weight`, `_prepare_adversary`,
     `_method_compile` and `_method_compile_arguments`.
+
+    Args:
+      lambda_max: the largest gradient reversal factor lambda (finite).
+      gamma: the ramp's steepness (`dann_lambda`).
+      lambda_schedule: how lambda moves over training ("ramp" or "constant",
+        as the methods document it).
+      warm_start_steps: steps at lambda 0 before the schedule starts, or None.
+      **kwargs: Keras' `Model` arguments (`name`, ...).
+
+    Attributes:
+      METHOD: the method's name, as its messages start.
+      PARTS: the parts (the constructor's Keras models), in config order.
+      OWN_OPTIMIZER_PARTS: the parts `compile(part_optimizers=...)` may give
+        an optimizer of their own.
+      METRIC_NAMES: what the History logs besides the label metrics and `lambda`.
     """
 
     METHOD = "AdversarialModel"
@@ -89,8 +104,13 @@ class AdversarialModel(keras.Model):
     # --- the model as users call it: the label path ------------------------------
 
     def call(self, inputs: Any, training: bool | None = None) -> Any:
-        """The label head's output. `inputs`: points, or a training batch's `(x_source, x_target)`
-        (then the output is for `x_source`, matching the batch's labels)."""
+        """The label head's output.
+
+        Args:
+          inputs: points, or a training batch's `(x_source, x_target)` (then
+            the output is for `x_source`, matching the batch's labels).
+          training: Keras' training flag, passed to the parts.
+        """
         if isinstance(inputs, (tuple, list)) and len(inputs) == 2:
             inputs = inputs[0]
         remember_points(self, inputs)
@@ -117,8 +137,15 @@ class AdversarialModel(keras.Model):
     ) -> None:
         """Keras' `compile` for the label task, the per-part optimizers, then the method's arguments.
 
-        `part_optimizers`: `{part: optimizer or learning-rate scale}` for
-        the parts in `OWN_OPTIMIZER_PARTS` (see `grad_reverse.adaptation.training.optimizers`).
+        Args:
+          optimizer: the model's optimizer, as Keras' `compile` takes it.
+          loss: the label task's loss, as Keras' `compile` takes it.
+          metrics: the label task's metrics, as Keras' `compile` takes them.
+          part_optimizers: `{part: optimizer or learning-rate scale}` for
+            the parts in `OWN_OPTIMIZER_PARTS` (a scale makes a copy of the
+            model's optimizer at that share of its learning rate).
+          **kwargs: the method's own compile arguments (CDAN's, MDD's
+            `label_from_logits`), then Keras' `compile` arguments.
         """
         method_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in self._method_compile_keys()}
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
@@ -194,6 +221,10 @@ class AdversarialModel(keras.Model):
     def set_schedule_steps(self, total_steps: int, step: int = 0) -> None:
         """Places the lambda ramp: `total_steps` steps in all, the next step being `step`.
 
+        Args:
+          total_steps: the training's optimizer steps in all (>= 1).
+          step: the index of the next step (>= 0).
+
         `fit` calls it (`epochs * steps_per_epoch`, `initial_epoch * steps_per_epoch`);
         a custom training loop calling `train_step` calls it first.
         """
@@ -206,8 +237,16 @@ class AdversarialModel(keras.Model):
         self, x_source: Any, x_target: Any, y_source: Any, sample_weight: Any = None, lambda_: Any = None
     ) -> tuple:
         """`(total, label loss, label output on the source, {metric: value}, features)` of one batch, on
-        any backend (the gradients are taken by the backend's step, `train_steps`): what `train_step`
-        differentiates (per replica under tf.distribute), `lambda_` (default: the schedule's)."""
+        any backend (the gradients are taken by the backend's step): what `train_step`
+        differentiates (per replica under tf.distribute).
+
+        Args:
+          x_source: the batch's source points.
+          x_target: the batch's target points.
+          y_source: the source points' labels.
+          sample_weight: the source points' weights, or None.
+          lambda_: the gradient reversal factor; default: the schedule's.
+        """
         features = self.feature_extractor(ops.concatenate([x_source, x_target], axis=0), training=True)
         return (*self.objective_on_features(features, x_source, y_source, sample_weight, lambda_), features)
 
@@ -216,7 +255,15 @@ class AdversarialModel(keras.Model):
     ) -> tuple:
         """`objective` from the batch's features (source points first): `(total, label loss, label
         output on the source, {metric: value})`; the gradients reaching the features are the
-        feature extractor's."""
+        feature extractor's.
+
+        Args:
+          features: the feature extractor's output on the source points, then the target points.
+          x_source: the batch's source points (their count splits `features`).
+          y_source: the source points' labels.
+          sample_weight: the source points' weights, or None.
+          lambda_: the gradient reversal factor; default: the schedule's.
+        """
         lambda_ = self.current_lambda() if lambda_ is None else lambda_
         y_pred, adversarial_term, logs = self._adversarial_step(features, ops.shape(x_source)[0], lambda_)
         label_loss = self.compute_loss(x=x_source, y=y_source, y_pred=y_pred, sample_weight=sample_weight)
@@ -226,16 +273,27 @@ class AdversarialModel(keras.Model):
         return total, label_loss, y_pred, logs
 
     def train_step(self, *args: Any) -> Any:
-        """One step on a batch `((x_source, x_target), y_source[, sample_weight])`: the objective's
-        gradients by the backend's own means (`train_steps`), one update of each optimizer, the
-        metrics. On JAX Keras passes the state first (`train_step(state, data)`) and gets it back."""
+        """One step on a batch: the objective's gradients by the backend's own means, one update
+        of each optimizer, the metrics.
+
+        Args:
+          *args: the batch `((x_source, x_target), y_source[, sample_weight])`; on JAX Keras
+            passes the state first (`train_step(state, data)`) and gets it back.
+
+        Returns:
+          The logs `{metric: value}` (on JAX, `(logs, state)`).
+        """
         if not self._compiled_for_adaptation:
             raise RuntimeError(f"{self.METHOD}: compile() the model before training it")
         return train_steps.train_step(self, *args)
 
     def unpack_batch(self, data: Any) -> tuple:
         """`(x_source, x_target, y_source, sample_weight)` of a training batch, or a ValueError saying
-        what a batch must be."""
+        what a batch must be.
+
+        Args:
+          data: the batch, `((x_source, x_target), y_source[, sample_weight])`.
+        """
         x, y_source, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
         if not (isinstance(x, (tuple, list)) and len(x) == 2):
             raise ValueError(
@@ -244,8 +302,12 @@ class AdversarialModel(keras.Model):
         return x[0], x[1], y_source, sample_weight
 
     def apply_gradients(self, gradients: list) -> None:
-        """One step of each optimizer from `gradients` (of `trainable_variables`, in order): each part's
-        own optimizer on its variables (`part_optimizers`), the model's on the others."""
+        """One step of each optimizer: each part's own optimizer on its variables
+        (`part_optimizers`), the model's on the others.
+
+        Args:
+          gradients: the objective's gradients of `trainable_variables`, in their order.
+        """
         if not self._part_optimizers():
             self.optimizer.apply_gradients(zip(gradients, self.trainable_variables))
             return
@@ -254,7 +316,15 @@ class AdversarialModel(keras.Model):
             optimizer.apply_gradients([(by_variable[id(v)], v) for v in group])
 
     def record_step(self, label_loss: Any, logs: dict, lambda_: Any, batch: tuple, y_pred: Any) -> dict:
-        """After the update: the ramp's step moves on, the metrics take the step's values; the logs."""
+        """After the update: the ramp's step moves on, the metrics take the step's values; the logs.
+
+        Args:
+          label_loss: the step's label loss (per replica under tf.distribute).
+          logs: the method's `{metric: value}` of the step.
+          lambda_: the step's gradient reversal factor.
+          batch: the step's `(x_source, x_target, y_source, sample_weight)`.
+          y_pred: the label head's output on the source points.
+        """
         x_source, _, y_source, sample_weight = batch
         self._schedule.step.assign_add(1)
         if KERAS_3:  # Keras 2's compute_loss (compiled_loss) has updated it already
@@ -297,10 +367,13 @@ class AdversarialModel(keras.Model):
             dataset of ready batches `((x_source, x_target), y_source)`
             (`paired_dataset`) and `target` None.
           batch_size: points per batch, source and target together (None: 64).
+          epochs: the epoch this fit ends after (as in Keras: counted from 0,
+            not from `initial_epoch`).
           target: the unlabeled target data: an array of points or a dataset
             of points (unbatched); sizes may differ from the source's.
           steps_per_epoch: default: one pass over the source points
             (needed for datasets of unknown or infinite length).
+          initial_epoch: the epoch to start at (as in Keras; see below).
           source_fraction: the source share of each batch (half by default);
             with the paper's objective each domain's mean counts the same whatever its share.
           shuffle, seed: reshuffle each domain on every pass; the seed of the

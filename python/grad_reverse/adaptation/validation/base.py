@@ -139,4 +139,13 @@ class PoolValidator(Validator):
         raise self._refuse()
 
     def __call__(self, *args: Any, **kwargs: Any) -> float:
+        """Refused: a pool validator scores no model alone.
+
+        Args:
+          *args: whatever a `Validator` is called with (ignored).
+          **kwargs: likewise.
+
+        Raises:
+          ValueError: always, saying to pass it to `select_without_labels`.
+        """
         raise self._refuse()

@@ -92,6 +92,7 @@ class SoftNeighborhoodDensity(Validator):
         or "features" (the feature extractor's output).
       max_points: at most this many target points are used (a seeded
         sample), since the cost is quadratic: n^2 similarities.
+      seed: the sample's seed.
     """
 
     name = "snd"
@@ -131,6 +132,11 @@ class DeepEmbeddedValidation(Validator):
     density ratio is right and the label given the features is shared by the
     domains. Cost: one prediction per domain and a logistic regression on
     the features (Newton's method, features^2 per point).
+
+    Args:
+      holdout: the share of the held-out source points that are weighted
+        (the rest trains the domain classifier); at least 3 points each.
+      seed: the split's seed.
     """
 
     name = "dev"
@@ -144,7 +150,11 @@ class DeepEmbeddedValidation(Validator):
         self.holdout, self.seed = float(holdout), seed
 
     def split(self, n: int) -> tuple:
-        """`(train, validation)` indices of the `n` held-out source points."""
+        """`(train, validation)` indices of the `n` held-out source points.
+
+        Args:
+          n: the number of held-out source points.
+        """
         order = np.random.default_rng(self.seed).permutation(n)
         validation = min(max(int(np.ceil(n * self.holdout)), 3), n - 3)
         return np.sort(order[validation:]), np.sort(order[:validation])
@@ -173,6 +183,9 @@ class SourceAccuracyAndAlignment(Validator):
     sometimes more (sampling); an error above 0.5 says no more than 0.5 does
     (the features do not give the domain away), so it is taken as 0.5, and
     the alignment term stays in [0, 1].
+
+    Args:
+      seed: the seed of the domain classifier's split of each domain's points.
     """
 
     name = "source_and_alignment"
@@ -232,11 +245,19 @@ class MixVal(Validator):
         self.ratio, self.seed = float(ratio), int(seed)
 
     def permutation(self, n: int) -> np.ndarray:
-        """Each of the `n` target points' partner."""
+        """Each of the `n` target points' partner.
+
+        Args:
+          n: the number of target points.
+        """
         return np.random.RandomState(self.seed).permutation(n)
 
     def mixtures(self, x: np.ndarray) -> tuple:
-        """`(mixtures, permutation)` of the target points `x`."""
+        """`(mixtures, permutation)` of the target points `x`.
+
+        Args:
+          x: the target points, `[points, ...]`.
+        """
         x = np.asarray(x)
         x = x if x.dtype.kind == "f" else x.astype(np.float32)
         permutation = self.permutation(len(x))
