@@ -10,7 +10,7 @@ from helpers.models import domains, parts
 def test_the_block_shows_each_seeds_pick_beside_every_models_target_accuracy():
     accuracy = {"plain": [0.70, 0.75], "dann": [0.95, 0.60]}
     text = label_free.summary(["dann", "plain"], accuracy, [3, 4])
-    assert "gated_mixval" in text
+    assert "default (source_accuracy)" in text
     assert "seed 3: picks dann         (0.950)   [plain 0.700  dann 0.950]" in text
     assert "seed 4: picks plain        (0.750)   [plain 0.750  dann 0.600]" in text
     # the picks' mean (0.95 + 0.75) / 2, and each method's own mean

@@ -1,6 +1,6 @@
 """What the demo's user would see without target labels: per seed, the model
-that `select_without_labels`' default rule picks among the seed's trained
-models, beside the target accuracy of each (which the rule cannot see).
+that `select_without_labels`' default picks among the seed's trained
+models, beside the target accuracy of each (which the choice cannot see).
 
 Each seed's models are scored on held-out source points no model trained on
 (a fresh draw of a generated problem's source distribution; the test set's
@@ -28,7 +28,7 @@ def _sample(seed: int, *arrays: np.ndarray) -> tuple:
 
 
 def choose(models: dict, x_source: np.ndarray, y_source: np.ndarray, x_target: np.ndarray, seed: int) -> str:
-    """The method `select_without_labels` (its default rule) picks among one
+    """The method `select_without_labels` (its default) picks among one
     seed's trained `models` (`{method: model}`, the plain network under `PLAIN`)."""
     from grad_reverse.adaptation import select_without_labels
 
@@ -43,8 +43,8 @@ def summary(picks: list, accuracy: dict, seeds: list) -> str:
     from grad_reverse.adaptation.validation.selection import DEFAULT_CHOICE
 
     lines = [
-        f"Without target labels: the model select_without_labels' default rule ({DEFAULT_CHOICE}) picks per seed,",
-        "beside each model's target accuracy, which the rule cannot see:",
+        f"Without target labels: the model select_without_labels' default ({DEFAULT_CHOICE}) picks per seed,",
+        "beside each model's target accuracy, which the choice cannot see:",
     ]
     chosen = []
     for i, (seed, pick) in enumerate(zip(seeds, picks)):
@@ -54,8 +54,7 @@ def summary(picks: list, accuracy: dict, seeds: list) -> str:
     means = ", ".join(f"{m} {np.mean(v):.3f}" for m, v in accuracy.items())
     lines.append(f"Mean target accuracy of the picks: {np.mean(chosen):.3f} (every seed's same method: {means}).")
     lines.append(
-        "  (The rule keeps the models whose held-out source accuracy is within its sampling noise of the "
-        "plain network's, then picks the one whose labels of mixed target points are the most consistent "
-        "(MixVal); a tie goes to plain. docs/demo.md explains the block.)"
+        "  (It picks the model that classifies held-out source points best, a tie going to plain: it sees "
+        "what adapting costs on the source, not what it gains on the target. docs/demo.md explains the block.)"
     )
     return "\n".join(lines)
