@@ -21,29 +21,12 @@ is left out.
 import ast
 import functools
 import re
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-PACKAGE = ROOT / "python"
-API = ROOT / "docs" / "api"
-DIRECTIVE = re.compile(r"^::: ([\w.]+)[ \t]*$")
-OPTION = re.compile(r"^[ \t]+(\w+):[ \t]*(.*?)[ \t]*$")
+from helpers.api_pages import API, ROOT, directives, listed, module_file, parse
+
 PARAMETER_SECTIONS = ("Args", "Arguments", "Parameters", "Keyword Args", "Keyword Arguments", "Other Parameters")
-
-
-def module_file(dotted: str):
-    base = PACKAGE.joinpath(*dotted.split("."))
-    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
-        if candidate.is_file():
-            return candidate
-    return None
-
-
-@functools.cache
-def parse(dotted: str) -> ast.Module:
-    return ast.parse(module_file(dotted).read_text(encoding="utf-8"))
 
 
 def top_level(tree: ast.Module) -> list:
@@ -70,28 +53,6 @@ def resolve(module: str, name: str, depth: int = 0):
     if found and found[0] == "import":
         return resolve(found[1], found[2], depth + 1)
     return found
-
-
-def directives(page: Path) -> list:
-    found, lines = [], page.read_text(encoding="utf-8").splitlines()
-    for i, line in enumerate(lines):
-        match = DIRECTIVE.match(line)
-        if match:
-            options = {}
-            for following in lines[i + 1 :]:
-                if following.strip().startswith("#"):
-                    continue
-                option = OPTION.match(following)
-                if not option:
-                    break
-                options[option.group(1)] = option.group(2)
-            found.append((match.group(1), options))
-    return found
-
-
-def listed(raw: str) -> list:
-    raw = raw.strip()
-    return [item.strip().strip("\"'") for item in raw[1:-1].split(",") if item.strip()]
 
 
 def shown(filters: list, name: str) -> bool:

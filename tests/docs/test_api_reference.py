@@ -17,9 +17,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-PACKAGE = ROOT / "python"
-API = ROOT / "docs" / "api"
+from helpers.api_pages import API, DIRECTIVE, PACKAGE, ROOT, directives, listed, module_file, parse
+
 PAGES = {
     "grad_reverse": API / "grad_reverse.md",
     "grad_reverse.adaptation": API / "adaptation.md",
@@ -27,20 +26,6 @@ PAGES = {
     "grad_reverse.options": API / "options.md",
 }
 HEADING = re.compile(r"^## `([\w.]+)`[ \t]*$", re.MULTILINE)
-DIRECTIVE = re.compile(r"^::: ([\w.]+)[ \t]*$", re.MULTILINE)
-
-
-def module_file(dotted: str):
-    """The source file of the package's module `dotted`, or None."""
-    base = PACKAGE.joinpath(*dotted.split("."))
-    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
-        if candidate.is_file():
-            return candidate
-    return None
-
-
-def parse(dotted: str) -> ast.Module:
-    return ast.parse(module_file(dotted).read_text(encoding="utf-8"))
 
 
 def top_level_names(tree: ast.Module, unpacked: bool = True) -> set:
@@ -136,34 +121,6 @@ def test_every_directive_names_an_object_the_generator_can_find():
 
 
 # --- automatic pages, the methods the manuals call, private modules -------------------------
-
-OPTION = re.compile(r"^[ \t]+(\w+):[ \t]*(.*?)[ \t]*$")
-
-
-def directives(page: Path) -> list:
-    """`(target, {option: raw value})` of each `::: target` directive of `page`."""
-    found, lines = [], page.read_text(encoding="utf-8").splitlines()
-    for i, line in enumerate(lines):
-        match = DIRECTIVE.match(line)
-        if not match:
-            continue
-        options = {}
-        for following in lines[i + 1 :]:
-            if following.strip().startswith("#"):
-                continue
-            option = OPTION.match(following)
-            if not option:
-                break
-            options[option.group(1)] = option.group(2)
-        found.append((match.group(1), options))
-    return found
-
-
-def listed(raw: str) -> list:
-    """A YAML flow list of names or strings as a directive's option holds it."""
-    raw = raw.strip()
-    assert raw.startswith("[") and raw.endswith("]"), raw
-    return [item.strip().strip("\"'") for item in raw[1:-1].split(",") if item.strip()]
 
 
 def excluded_by(filters: list, name: str) -> bool:
