@@ -82,8 +82,8 @@ VALIDATION_MUTANTS: tuple[Mutant, ...] = (
         file="adaptation/validation/selection.py",
         edits=(
             (
-                "    best = plain\n    for name in candidates:\n",
-                "    best = next(n for n in candidates if n != plain)\n    for name in candidates:\n        if name == plain:\n            continue\n",
+                "        chosen = min(candidates, key=lambda n: (-table[n][column], n != plain, n))\n",
+                "        chosen = min((n for n in candidates if n != plain), key=lambda n: (-table[n][column], n))\n",
             ),
         ),
         tests=(
