@@ -218,8 +218,14 @@ def test_docs_dann_md_example_claims_hold():
     against 0.897 and 0.903 on an AMD EPYC, both with AVX-512 and under
     ONEDNN_MAX_CPU_ISA=AVX2: about 72 of 300 points apart), so neither the
     default nor the rule chooses it, and the rule's gate refuses it. Which of
-    plain and dann@1 wins is not claimed: they are 2 of 300 points apart."""
+    plain and dann@1 wins is not claimed: they are 2 of 300 points apart.
+    Keras 3 only: under TensorFlow 2.15's Keras 2 the same code trains other
+    models (dann@6 scored 0.893 there, and the default chose dann@1), and the
+    manual's comment states Keras 3's numbers."""
     from pathlib import Path
+
+    if not KERAS_3:
+        pytest.skip("docs/dann.md's example claims Keras 3's numbers (Keras 2 trains other models)")
 
     text = (Path(__file__).resolve().parents[2] / "docs" / "dann.md").read_text()
     start = text.index(
