@@ -38,8 +38,12 @@ from validator_shifts import SHIFTS as OLD_SHIFTS  # noqa: E402
 
 from grad_reverse._tools import keras  # noqa: E402
 from grad_reverse.adaptation import CDAN, DANN, MDD  # noqa: E402
+from grad_reverse.adaptation.validation.outputs import (  # noqa: E402
+    label_from_logits,
+    model_outputs,
+    predicted_probabilities,
+)
 from grad_reverse.adaptation.validation.reverse_validation import ReverseValidator  # noqa: E402
-from grad_reverse.adaptation.validation.validators import model_outputs  # noqa: E402
 
 EPOCHS = 4
 LAMBDA_FACTORS = (0.3, 1.0, 3.0)  # times the shift's lambda_max (DANN, CDAN); MDD: times 0.1
@@ -108,7 +112,8 @@ class CheckpointOutputs(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
         o = model_outputs("study", self.model, self.x_val, self.y_val, self.x_sample)
-        mixed = model_outputs("study", self.model, self.x_val[:1], self.y_val[:1], self.mixed).target_probabilities
+        # The mixtures' probabilities the way MixVal reads them (`MixVal.score_model`).
+        mixed = predicted_probabilities("study", self.model, self.mixed, label_from_logits("study", self.model))
         path = os.path.join(self.folder, f"e{epoch + 1}")
         np.savez_compressed(
             path + ".npz",
