@@ -53,6 +53,8 @@ class _KerasTwoOps:
             "matmul": tf.matmul,
             "log_softmax": lambda x, axis=-1: tf.nn.log_softmax(x, axis=axis),
             "log_sigmoid": tf.math.log_sigmoid,
+            "sigmoid": tf.sigmoid,
+            "softmax": lambda x, axis=-1: tf.nn.softmax(x, axis=axis),
             "equal": tf.equal,
             "shape": lambda x: tuple(d if d is not None else tf.shape(x)[i] for i, d in enumerate(x.shape)),
             "zeros": lambda shape, dtype="float32": tf.zeros(shape, dtype),

@@ -10,6 +10,8 @@ and two folders for the two other jobs:
   sum, `fit`, saving);
 * `domain_head`: what DANN and CDAN share, the domain head behind the
   reversal, its loss and the paper's domain term;
+* `ensemble`: `ProbabilityEnsemble`, the mean of trained classifiers'
+  probabilities (`select_without_labels`' gated ensemble);
 * `networks`, `heads`: the user's networks checked and built, a head's activation,
   the label head's class log-probabilities (CDAN, MDD);
 * `training/`: how the models train on each backend (one file per backend's
@@ -25,6 +27,7 @@ are `grad_reverse.schedule`'s.
 
 from grad_reverse.adaptation.cdan import CDAN
 from grad_reverse.adaptation.dann import DANN
+from grad_reverse.adaptation.ensemble import ProbabilityEnsemble
 from grad_reverse.adaptation.mdd import MDD
 from grad_reverse.adaptation.validation.callback import ValidatorCallback
 from grad_reverse.adaptation.validation.reverse_validation import (
@@ -75,6 +78,7 @@ __all__ = [
     "InformationMaximization",
     "MixVal",
     "PoolValidator",
+    "ProbabilityEnsemble",
     "PredictionEntropy",
     "ReverseValidation",
     "ReverseValidator",

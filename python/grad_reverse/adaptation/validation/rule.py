@@ -49,6 +49,26 @@ def gate_margin(plain_accuracy: float, n: int, z: float = GATE_Z) -> float:
     return z * math.sqrt(2.0 * p * (1.0 - p) / n)
 
 
+def gate(source_accuracy: Mapping[str, float], n_source: int, plain: str, z: float = GATE_Z) -> tuple[list, float]:
+    """`(the names the gate keeps, in the mapping's order; the floor they passed)`.
+
+    A candidate passes when its held-out source accuracy is at least the plain
+    network's minus `gate_margin`; the plain network always passes.
+
+    Args:
+      source_accuracy: each candidate's held-out source accuracy.
+      n_source: how many held-out source points the accuracies were measured on.
+      plain: the plain network's name (a key of `source_accuracy`).
+      z: the gate's width in standard errors.
+    """
+    if plain not in source_accuracy:
+        raise ValueError(
+            f"the source gate needs the plain network {plain!r} among the candidates; got {sorted(source_accuracy)}"
+        )
+    floor = source_accuracy[plain] - gate_margin(source_accuracy[plain], n_source, z)
+    return [n for n in source_accuracy if n == plain or source_accuracy[n] >= floor], floor
+
+
 def choose(
     source_accuracy: Mapping[str, float],
     rank: Callable[[list], Mapping[str, float]],
@@ -69,10 +89,7 @@ def choose(
     A candidate the gate refuses is not ranked: its score is NaN.
     """
     names = list(source_accuracy)
-    if plain not in source_accuracy:
-        raise ValueError(f"the rule needs the plain network {plain!r} among the candidates; got {sorted(names)}")
-    floor = source_accuracy[plain] - gate_margin(source_accuracy[plain], n_source, z)
-    gated = [n for n in names if n == plain or source_accuracy[n] >= floor]
+    gated, _ = gate(source_accuracy, n_source, plain, z)
     ranked = {n: float(v) for n, v in rank(gated).items()}
     table = {
         n: {

@@ -9,7 +9,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from grad_reverse.adaptation.validation import rule, scores
-from grad_reverse.adaptation.validation.outputs import as_array_points, check_candidates, model_outputs
+from grad_reverse.adaptation.validation.outputs import (
+    as_array_points,
+    check_candidates,
+    label_from_logits,
+    model_outputs,
+)
 from grad_reverse.adaptation.validation.validators import DEFAULT_VALIDATOR, MixVal, score_candidates, validator
 
 # The default choice: held-out source accuracy, the plain network winning ties.
@@ -34,6 +39,15 @@ class Selection:
         (`source_accuracy` by default), or `gated_mixval` for the rule (with
         `source_accuracy` and `gated`, 1.0 or 0.0, beside it).
       plain: the name of the plain network among the candidates.
+      ensemble: a `ProbabilityEnsemble`, one Keras model: the mean of the
+        class probabilities of the plain network and of every candidate the
+        source gate keeps (held-out source accuracy at least `gate_floor`);
+        it predicts, saves as `.keras` and exports for serving.
+      ensemble_table: `{candidate name: {"source_accuracy", "in_ensemble"
+        (1.0 or 0.0)}}` for every candidate (`ensemble_report()` says why
+        each was held or left out).
+      gate_floor: the held-out source accuracy a candidate needs to join
+        the ensemble: the plain network's minus `rule.gate_margin`.
     """
 
     name: str
@@ -41,6 +55,26 @@ class Selection:
     table: dict
     validator: str
     plain: str
+    ensemble: Any = None
+    ensemble_table: dict = dataclasses.field(default_factory=dict)
+    gate_floor: float = float("nan")
+
+    @property
+    def ensemble_members(self) -> list:
+        """The names of the candidates `ensemble` averages, in the candidates' order."""
+        return [n for n, row in self.ensemble_table.items() if row["in_ensemble"]]
+
+    def ensemble_report(self) -> str:
+        """Which candidates the ensemble holds, and why each other one was left out."""
+        lines = [
+            f"ensemble: the mean of {len(self.ensemble_members)} candidates' probabilities; the source gate keeps "
+            f"a candidate whose held-out source accuracy is at least {self.gate_floor:.4f} (the plain network's "
+            "minus two standard errors of the held-out sample)"
+        ]
+        for n, row in self.ensemble_table.items():
+            why = "held" if row["in_ensemble"] else "left out: held-out source accuracy below the gate's floor"
+            lines.append(f"  {n:24s} source accuracy {row['source_accuracy']:.4f}  {why}")
+        return "\n".join(lines)
 
     @property
     def adapted(self) -> bool:
@@ -98,7 +132,8 @@ def select_without_labels(
       from_logits: whether the label heads output logits; default: told from
         each head's last activation.
 
-    Returns a `Selection`. Ties are broken the same way whatever the dict's
+    Returns a `Selection`: the chosen candidate, the table, and the gated
+    candidates' ensemble (`Selection.ensemble`). Ties are broken the same way whatever the dict's
     order: the plain network first (adapting must earn its place), then (the
     rule only) the higher held-out source accuracy, then the name that sorts
     first.
@@ -132,4 +167,34 @@ def select_without_labels(
     column = rule.NAME if chooser is None else chooser.name
     if chooser is not None:
         chosen = min(candidates, key=lambda n: (-table[n][column], n != plain, n))
-    return Selection(name=chosen, model=candidates[chosen], table=table, validator=column, plain=plain)
+    ensemble, ensemble_table, floor = gated_ensemble(who, candidates, outputs, len(x_source), plain, from_logits)
+    ensemble(x_source[:1])  # called once, as Keras' export asks of a subclassed model
+    return Selection(
+        name=chosen,
+        model=candidates[chosen],
+        table=table,
+        validator=column,
+        plain=plain,
+        ensemble=ensemble,
+        ensemble_table=ensemble_table,
+        gate_floor=floor,
+    )
+
+
+def gated_ensemble(
+    who: str, candidates: Mapping[str, Any], outputs: Mapping[str, Any], n_source: int, plain: str, from_logits: Any
+) -> tuple:
+    """`(ProbabilityEnsemble of the plain network and the candidates the source gate keeps, {name:
+    {"source_accuracy", "in_ensemble"}}, the gate's floor)`, from the candidates' `outputs`."""
+    from grad_reverse.adaptation.ensemble import ProbabilityEnsemble
+
+    accuracy = {n: scores.accuracy(o.source_probabilities, o.source_labels) for n, o in outputs.items()}
+    kept, floor = rule.gate(accuracy, n_source, plain)
+    ensemble = ProbabilityEnsemble(
+        [candidates[n] for n in kept],
+        from_logits=[label_from_logits(who, candidates[n], from_logits) for n in kept],
+        member_names=kept,
+        name="gated_ensemble",
+    )
+    table = {n: {"source_accuracy": float(accuracy[n]), "in_ensemble": float(n in kept)} for n in candidates}
+    return ensemble, table, float(floor)
