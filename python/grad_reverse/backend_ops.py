@@ -38,6 +38,7 @@ class _KerasTwoOps:
         names = {
             "mean": tf.reduce_mean,
             "sum": tf.reduce_sum,
+            "max": tf.reduce_max,
             "log": tf.math.log,
             "exp": tf.exp,
             "abs": tf.abs,

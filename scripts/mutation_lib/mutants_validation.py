@@ -91,4 +91,36 @@ VALIDATION_MUTANTS: tuple[Mutant, ...] = (
             "test_the_selection_says_dont_adapt_when_the_plain_network_scores_highest",
         ),
     ),
+    Mutant(
+        name="ensemble-ignores-the-gate",
+        promise="the gated ensemble holds the plain network and the candidates the source gate keeps, no others",
+        file="adaptation/validation/selection.py",
+        edits=(
+            (
+                "    kept, floor = rule.gate(accuracy, n_source, plain)\n",
+                "    kept, floor = list(candidates), rule.gate(accuracy, n_source, plain)[1]\n",
+            ),
+        ),
+        tests=(
+            T + "adaptation/test_ensemble.py::"
+            "test_the_gate_decides_who_joins_where_the_plain_network_is_not_the_most_accurate",
+        ),
+    ),
+    Mutant(
+        name="student-teaches-itself",
+        promise="the Student's pseudo-labels are the teacher's, not its own predictions",
+        file="adaptation/student.py",
+        edits=(
+            (
+                "        teacher = teacher_log_probabilities(self.teacher(points, training=False))\n",
+                "        teacher = teacher_log_probabilities(\n"
+                "            self.label_head(self.feature_extractor(points, training=False), training=False)\n"
+                "        )\n",
+            ),
+        ),
+        tests=(
+            T + "adaptation/test_student.py::"
+            "test_the_student_follows_the_teacher_on_the_target_and_the_labels_on_the_source",
+        ),
+    ),
 )

@@ -1,4 +1,4 @@
-"""DANN, CDAN and MDD survive preemption on Keras' JAX and PyTorch backends as on
+"""DANN, CDAN, MDD and the Student survive preemption on Keras' JAX and PyTorch backends as on
 TensorFlow (tests/adaptation/test_preemption.py): a fit killed (`os._exit`) and
 resumed in a new process ends with the uninterrupted fit's lambda at every step
 and its final weights bit for bit. The batches come from `array_batches`
@@ -19,6 +19,7 @@ SETUPS = {
     "dann-ema-lr-schedule": ["--method", "dann", "--ema", "--lr-schedule"],
     "cdan-e-part-optimizers": ["--method", "cdan-e", "--part-optimizers"],
     "mdd-warm-start": ["--method", "mdd-warm"],
+    "student-ema": ["--method", "student", "--ema"],
 }
 
 

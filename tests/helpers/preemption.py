@@ -1,5 +1,5 @@
 """A training process that preemption tests kill and resume: one small fit of
-`DANN`, `CDAN`, `MDD` (or a plain Keras model with `GradReverse` and
+`DANN`, `CDAN`, `MDD`, a `Student` (or a plain Keras model with `GradReverse` and
 `DANNLambdaSchedule`) on the moons, saved as a long run saves, ended with
 `os._exit` where asked, and its result written to a file.
 
@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 KILLED_EXIT_CODE = 9
-METHODS = ("dann", "cdan", "cdan-e", "cdan-random", "mdd", "mdd-warm", "keras")
+METHODS = ("dann", "cdan", "cdan-e", "cdan-random", "mdd", "mdd-warm", "student", "keras")
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -139,10 +139,16 @@ def build(args: argparse.Namespace, keras):
             randomized=args.method == "cdan-random",
             randomized_dim=32,
         )
+    elif args.method == "student":
+        # Taught by an ensemble of two seeded networks (untrained: a resume must only reproduce its labels).
+        members = [keras.Sequential([dense(2, hidden), dense(hidden, 1)]) for _ in range(2)]
+        teacher = grad_reverse.adaptation.ProbabilityEnsemble(members)
+        teacher(data(args).x_source[:1])
+        model = grad_reverse.adaptation.Student(dense(2, hidden), dense(hidden, 1), teacher, confidence=0.5)
     else:
         warm = {"lambda_schedule": "warm_start", "warm_start_steps": 20} if args.method == "mdd-warm" else {}
         model = grad_reverse.MDD(dense(2, hidden), dense(hidden, 2, "softmax"), **warm)
-    loss = "binary_crossentropy" if args.method == "dann" else "sparse_categorical_crossentropy"
+    loss = "binary_crossentropy" if args.method in ("dann", "student") else "sparse_categorical_crossentropy"
     model.compile(optimizer, loss, **compile_kwargs)
     return model
 

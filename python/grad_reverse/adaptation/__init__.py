@@ -12,6 +12,8 @@ and two folders for the two other jobs:
   reversal, its loss and the paper's domain term;
 * `ensemble`: `ProbabilityEnsemble`, the mean of trained classifiers'
   probabilities (`select_without_labels`' gated ensemble);
+* `student`: `Student`, one network taught on the target by a fixed teacher
+  (the ensemble's pseudo-labels and the conditional entropy);
 * `networks`, `heads`: the user's networks checked and built, a head's activation,
   the label head's class log-probabilities (CDAN, MDD);
 * `training/`: how the models train on each backend (one file per backend's
@@ -29,6 +31,7 @@ from grad_reverse.adaptation.cdan import CDAN
 from grad_reverse.adaptation.dann import DANN
 from grad_reverse.adaptation.ensemble import ProbabilityEnsemble
 from grad_reverse.adaptation.mdd import MDD
+from grad_reverse.adaptation.student import Student
 from grad_reverse.adaptation.validation.callback import ValidatorCallback
 from grad_reverse.adaptation.validation.reverse_validation import (
     ReverseValidation,
@@ -87,6 +90,7 @@ __all__ = [
     "SoftNeighborhoodDensity",
     "SourceAccuracy",
     "SourceAccuracyAndAlignment",
+    "Student",
     "Validator",
     "ValidatorCallback",
     "paired_dataset",
