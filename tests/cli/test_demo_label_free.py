@@ -15,6 +15,12 @@ def test_the_block_shows_each_seeds_pick_beside_every_models_target_accuracy():
     assert "seed 4: picks plain        (0.750)   [plain 0.750  dann 0.600]" in text
     # the picks' mean (0.95 + 0.75) / 2, and each method's own mean
     assert "Mean target accuracy of the picks: 0.850 (every seed's same method: plain 0.725, dann 0.775)" in text
+    assert "gated ensemble" not in text  # none given
+
+
+def test_the_block_shows_the_gated_ensembles_accuracy_per_seed_and_its_mean():
+    text = label_free.summary(["dann", "plain"], {"plain": [0.7, 0.75], "dann": [0.95, 0.6]}, [3, 4], [0.9, 0.8])
+    assert "seed 3 0.900  seed 4 0.800; mean 0.850." in text
 
 
 def test_the_pick_is_select_without_labels_default_choice():
@@ -29,6 +35,8 @@ def test_the_pick_is_select_without_labels_default_choice():
         model.fit(x[:90], y[:90], target=x_target, batch_size=32, steps_per_epoch=5, seed=0, verbose=0)
         models[name] = model
     pick = label_free.choose(models, x[90:], y[90:], x_target, seed=0)
-    expected = select_without_labels(models, x[90:], y[90:], x_target).name
-    assert pick == expected and pick in models
+    expected = select_without_labels(models, x[90:], y[90:], x_target)
+    assert pick == expected.name and pick in models
+    chosen = label_free.selection(models, x[90:], y[90:], x_target, seed=0)
+    assert chosen.ensemble_members == expected.ensemble_members
     assert np.asarray(x_target).shape[0] <= label_free.POINTS

@@ -109,9 +109,11 @@ def run(
                 "source": accuracy(model, domains.x_source, domains.y_source),
                 "target": accuracy(model, domains.x_target, domains.y_target),
             }
-        row["label_free_pick"] = label_free.choose(
+        chosen = label_free.selection(
             {"plain": plain, "dann": dann}, held_out.x_source, held_out.y_source, domains.x_target, seed
         )
+        row["label_free_pick"] = chosen.name
+        row["label_free_ensemble"] = accuracy(chosen.ensemble, domains.x_target, domains.y_target)
         runs.append(row)
         say(
             f"[seed {seed}] accuracy      source  target\n"
@@ -133,6 +135,7 @@ def run(
             [r["label_free_pick"] for r in runs],
             {n: [r[n]["target"] for r in runs] for n in names},
             [r["seed"] for r in runs],
+            [r["label_free_ensemble"] for r in runs],
         )
     )
 

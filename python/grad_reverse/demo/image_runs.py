@@ -189,6 +189,7 @@ def run(
     data, photos = (load() if data is None else data), photographs()
     results: dict = {m: [] for m in methods}
     picks: list = []
+    ensembles: list = []
     source_results: dict = {m: [] for m in methods}
     seconds: dict = {m: 0.0 for m in methods}
     for seed in seeds:
@@ -210,7 +211,9 @@ def run(
                     flush=True,
                 )
         if label_free.PLAIN in models:  # held-out source: the test set's grey images, which no fit saw
-            picks.append(label_free.choose(models, problem.x_test_source, problem.y_test, problem.x_target, seed))
+            chosen = label_free.selection(models, problem.x_test_source, problem.y_test, problem.x_target, seed)
+            picks.append(chosen.name)
+            ensembles.append(accuracy(chosen.ensemble, problem.x_test_target, problem.y_test))
     return {
         "problem": "fashion-mnist-m",
         "steps": steps,
@@ -219,6 +222,7 @@ def run(
         "source_accuracy": source_results,
         "fit_seconds": seconds,
         "label_free_picks": picks,
+        "label_free_ensemble": ensembles,
     }
 
 

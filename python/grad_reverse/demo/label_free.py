@@ -11,6 +11,8 @@ always a candidate, so "don't adapt" is always an answer.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 # Held-out source points of a generated problem: its source drawn again from this seed offset.
@@ -27,19 +29,26 @@ def _sample(seed: int, *arrays: np.ndarray) -> tuple:
     return tuple(a[keep] for a in arrays)
 
 
-def choose(models: dict, x_source: np.ndarray, y_source: np.ndarray, x_target: np.ndarray, seed: int) -> str:
-    """The method `select_without_labels` (its default) picks among one
-    seed's trained `models` (`{method: model}`, the plain network under `PLAIN`)."""
+def selection(models: dict, x_source: np.ndarray, y_source: np.ndarray, x_target: np.ndarray, seed: int) -> Any:
+    """`select_without_labels`' result (its default) for one seed's trained `models`
+    (`{method: model}`, the plain network under `PLAIN`): the pick and the gated ensemble."""
     from grad_reverse.adaptation import select_without_labels
 
     x_source, y_source = _sample(seed, x_source, y_source)
     (x_target,) = _sample(seed + 1, x_target)
-    return select_without_labels(models, x_source, y_source, x_target, plain=PLAIN).name
+    return select_without_labels(models, x_source, y_source, x_target, plain=PLAIN)
 
 
-def summary(picks: list, accuracy: dict, seeds: list) -> str:
+def choose(models: dict, x_source: np.ndarray, y_source: np.ndarray, x_target: np.ndarray, seed: int) -> str:
+    """The method `select_without_labels` (its default) picks among one
+    seed's trained `models` (`{method: model}`, the plain network under `PLAIN`)."""
+    return selection(models, x_source, y_source, x_target, seed).name
+
+
+def summary(picks: list, accuracy: dict, seeds: list, ensemble: list | None = None) -> str:
     """The lines the demo prints under its table: `picks` holds each seed's
-    chosen method, `accuracy` each method's target accuracy per seed."""
+    chosen method, `accuracy` each method's target accuracy per seed, and
+    `ensemble` (if given) the gated ensemble's target accuracy per seed."""
     from grad_reverse.adaptation.validation.selection import DEFAULT_CHOICE
 
     lines = [
@@ -57,4 +66,10 @@ def summary(picks: list, accuracy: dict, seeds: list) -> str:
         "  (It picks the model that classifies held-out source points best, a tie going to plain: it sees "
         "what adapting costs on the source, not what it gains on the target. docs/demo.md explains the block.)"
     )
+    if ensemble:
+        per_seed = "  ".join(f"seed {seed} {value:.3f}" for seed, value in zip(seeds, ensemble))
+        lines.append(
+            f"The gated ensemble (Selection.ensemble: the mean of the probabilities of plain and of the models "
+            f"the source gate keeps): {per_seed}; mean {np.mean(ensemble):.3f}."
+        )
     return "\n".join(lines)

@@ -101,6 +101,7 @@ def run(
 
     results: dict = {m: [] for m in methods}
     picks: list = []
+    ensembles: list = []
     seconds: dict = {m: 0.0 for m in methods}
     for seed in seeds:
         problem = PROBLEMS[problem_name](seed)
@@ -126,7 +127,9 @@ def run(
             if not quiet:
                 print(f"seed {seed} {method:12s} target accuracy {results[method][-1]:.3f}", flush=True)
         if label_free.PLAIN in models:
-            picks.append(label_free.choose(models, held_out.x_source, held_out.y_source, problem.x_target, seed))
+            chosen = label_free.selection(models, held_out.x_source, held_out.y_source, problem.x_target, seed)
+            picks.append(chosen.name)
+            ensembles.append(target_accuracy(chosen.ensemble, problem))
     return {
         "problem": problem_name,
         "steps": steps,
@@ -134,6 +137,7 @@ def run(
         "accuracy": results,
         "fit_seconds": seconds,
         "label_free_picks": picks,
+        "label_free_ensemble": ensembles,
     }
 
 
@@ -155,4 +159,5 @@ def label_free_lines(result: dict) -> list:
     from grad_reverse.demo.label_free import summary
 
     picks = result.get("label_free_picks")
-    return ["", summary(picks, result["accuracy"], result["seeds"])] if picks else []
+    ensemble = result.get("label_free_ensemble")
+    return ["", summary(picks, result["accuracy"], result["seeds"], ensemble)] if picks else []
