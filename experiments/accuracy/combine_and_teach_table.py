@@ -76,7 +76,9 @@ def main() -> None:
     parser.add_argument("folder")
     args = parser.parse_args()
     runs, ceilings = load(args.folder)
-    print("| shift | way | seeds | target accuracy | of the oracle's gain | of the gap to the ceiling | worst seed vs plain | seeds > 2 points below plain |")
+    print(
+        "| shift | way | seeds | target accuracy | of the oracle's gain | of the gap to the ceiling | worst seed vs plain | seeds > 2 points below plain |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for shift in sorted(runs):
         print("\n".join(shift_table(shift, runs[shift], ceilings.get(shift, {}))))
