@@ -33,6 +33,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy as np  # noqa: E402
 from dann_moons_seeds import seed_range  # noqa: E402
+from teach_new_shifts import TEACH_SHIFTS  # noqa: E402
 from validator_new_shifts import NEW_SHIFTS  # noqa: E402
 from validator_shifts import SHIFTS as OLD_SHIFTS  # noqa: E402
 
@@ -48,7 +49,8 @@ from grad_reverse.adaptation.validation.reverse_validation import ReverseValidat
 EPOCHS = 4
 LAMBDA_FACTORS = (0.3, 1.0, 3.0)  # times the shift's lambda_max (DANN, CDAN); MDD: times 0.1
 METHODS = ("dann", "cdan", "cdan_e", "mdd")
-SHIFTS = {**OLD_SHIFTS, **NEW_SHIFTS}  # the study's six, then those the rule met after it was fixed
+# The study's six, then those the rule met after it was fixed, then those designed after round three's fixing commit.
+SHIFTS = {**OLD_SHIFTS, **NEW_SHIFTS, **TEACH_SHIFTS}
 HELD_OUT = 0.2  # of the source, for the validators only
 VALIDATION_POINTS = 2000  # at most, per domain, for the validators
 MIX_RATIO = 0.55  # MixVal's (Hu et al. 2023; skada's default): the mixtures' predictions are saved for it
