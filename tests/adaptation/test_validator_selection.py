@@ -217,7 +217,8 @@ def test_docs_dann_md_example_claims_hold():
     choice: dann@6's held-out source accuracy is far below the others' (0.657
     against 0.897 and 0.903 on an AMD EPYC, both with AVX-512 and under
     ONEDNN_MAX_CPU_ISA=AVX2: about 72 of 300 points apart), so neither the
-    default nor the rule chooses it, and the rule's gate refuses it. Which of
+    default nor the rule chooses it, the rule's gate refuses it and the
+    ensemble leaves it out (the example then teaches a Student from it). Which of
     plain and dann@1 wins is not claimed: they are 2 of 300 points apart.
     Keras 3 only: under TensorFlow 2.15's Keras 2 the same code trains other
     models (dann@6 scored 0.893 there, and the default chose dann@1), and the
@@ -240,3 +241,6 @@ def test_docs_dann_md_example_claims_hold():
     assert choice.name in ("plain", "dann@1"), choice.report()
     assert rule_choice.table["dann@6"]["gated"] == 0.0, rule_choice.report()
     assert rule_choice.name in ("plain", "dann@1"), rule_choice.report()
+    # The ensemble holds what the same gate keeps: plain and dann@1, not dann@6.
+    assert choice.ensemble_members == ["plain", "dann@1"], choice.ensemble_report()
+    assert namespace["ensemble_probabilities"].shape == (len(namespace["problem"].x_target), 1)

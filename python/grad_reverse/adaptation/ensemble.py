@@ -99,7 +99,12 @@ class ProbabilityEnsemble(keras.Model):
         self.trainable = False  # inference only: a teacher, never trained through
 
     def call(self, inputs: Any, training: bool | None = None) -> Any:
-        """The weighted mean of the members' probabilities (members always in inference mode)."""
+        """The weighted mean of the members' probabilities (members always in inference mode).
+
+        Args:
+          inputs: points, as each member takes them.
+          training: Keras' training flag; ignored (the members run in inference mode).
+        """
         total = None
         for member, logits, weight in zip(self.members, self.from_logits, self.member_weights):
             p = ops.cast(class_probabilities(member(inputs, training=False), logits), "float32") * weight

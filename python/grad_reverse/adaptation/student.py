@@ -8,7 +8,7 @@
 Every batch holds labeled source points and unlabeled target points, as the
 adversarial models' do (`paired_dataset`). The objective:
 
-    objective = label loss (source)
+    objective = source_weight * label loss (source)
               + lambda * [ pseudo-label loss (target) + entropy_weight * conditional entropy (target) ]
 
 * **Pseudo-labels** are the teacher's classes on the target points it is
@@ -97,6 +97,9 @@ class Student(AdversarialModel):
         pseudo-label counts when the teacher's top probability there is at
         least this times its mean top probability on the batch's source points.
       entropy_weight: the weight of the student's conditional entropy on the target.
+      source_weight: the source label loss's weight (0: the teacher alone
+        teaches, as DIRT-T's refinement does; measured worse on two of
+        three shifts, docs/results/validators.md).
       lambda_max, gamma, lambda_schedule, warm_start_steps: the target
         term's weight and its ramp over the fit (see `grad_reverse.schedule`).
       **kwargs: Keras' `Model` arguments (`name`, ...).
