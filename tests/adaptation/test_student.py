@@ -1,5 +1,6 @@
-"""`Student`: a network taught on the target by a fixed teacher, on every Keras 3
-backend (`.ci/run`'s step 5b runs this file on JAX and PyTorch too).
+"""`Student`: a network taught on the target by a fixed teacher, on every Keras
+backend (`.ci/run`'s step 5b runs this file on JAX and PyTorch too, its
+TensorFlow 2.15 row on Keras 2).
 
 The teaching test's data make the teacher's labels and the source's
 extrapolation disagree on the target: source points spread along x0 and
@@ -13,10 +14,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grad_reverse._keras import KERAS_3, keras
+from grad_reverse._keras import keras
 from grad_reverse.adaptation import ProbabilityEnsemble, Student
 
-pytestmark = pytest.mark.skipif(not KERAS_3, reason="the Student trains on Keras 3 (any backend)")
+# keras.ops' (Keras 3, any backend: a PyTorch tensor that requires grad too), or numpy's (Keras 2).
+to_numpy = getattr(getattr(keras, "ops", None), "convert_to_numpy", np.asarray)
 
 
 def _points(seed: int = 0, n: int = 256) -> tuple:
@@ -80,7 +82,7 @@ def test_calling_the_student_is_its_own_network_only(taught):
     student, _, (_, _, x_target) = taught
     direct = student.label_head(student.feature_extractor(x_target[:16], training=False), training=False)
     called = student(x_target[:16], training=False)
-    np.testing.assert_array_equal(keras.ops.convert_to_numpy(called), keras.ops.convert_to_numpy(direct))
+    np.testing.assert_array_equal(to_numpy(called), to_numpy(direct))
 
 
 def test_a_student_without_the_target_term_does_not_follow_the_teacher():
@@ -130,4 +132,4 @@ def test_a_teacher_over_other_classes_is_refused_before_any_step():
     student = _student(three)
     with pytest.raises(ValueError, match="accepted: a teacher over the label head's classes"):
         student.fit(x_source, y_source, target=x_target, batch_size=16, epochs=1, steps_per_epoch=1, verbose=0)
-    assert int(keras.ops.convert_to_numpy(student.optimizer.iterations)) == 0
+    assert int(to_numpy(student.optimizer.iterations)) == 0

@@ -35,7 +35,7 @@ candidates' architecture (inference at one model's cost: calling the model,
 `predict`, `evaluate` and `export_serving` use them only; the teacher is
 kept for training and saved with the model, so a fit resumes after a kill
 like the adversarial models' fits, `BackupAndRestore` included). It trains
-on every Keras 3 backend with the adversarial models' steps.
+on every Keras backend with the adversarial models' steps.
 """
 
 from __future__ import annotations
