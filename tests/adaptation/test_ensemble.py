@@ -22,6 +22,17 @@ def _linear(w, b=0.0, activation="sigmoid", seed=0):
     return model
 
 
+def _two_danns(x_point):
+    """Two compiled, built DANNs of different seeds (untrained)."""
+    members = []
+    for seed in (0, 1):
+        model = DANN(*parts(seed), lambda_max=1.0)
+        model.compile(keras.optimizers.Adam(0.05), "binary_crossentropy")
+        model(x_point)
+        members.append(model)
+    return members
+
+
 @pytest.fixture(scope="module")
 def points():
     rng = np.random.default_rng(3)
@@ -105,14 +116,8 @@ def test_the_ensemble_holds_a_candidate_just_above_the_floor_and_leaves_one_just
 
 @pytest.mark.skipif(not KERAS_3, reason="Keras 2 saves subclassed models as SavedModel/h5, not .keras files")
 def test_the_ensemble_saves_loads_and_predicts_the_same(tmp_path):
-    x_source, y_source, x_target = domains(0)
-    members = []
-    for seed in (0, 1):
-        model = DANN(*parts(seed), lambda_max=1.0)
-        model.compile(keras.optimizers.Adam(0.05), "binary_crossentropy")
-        model(x_source[:1])
-        members.append(model)
-    ensemble = ProbabilityEnsemble(members, member_names=["plain", "dann"])
+    x_source, _, x_target = domains(0)
+    ensemble = ProbabilityEnsemble(_two_danns(x_source[:1]), member_names=["plain", "dann"])
     ensemble(x_target[:1])
     path = tmp_path / "ensemble.keras"
     ensemble.save(path)
@@ -128,13 +133,8 @@ def test_the_ensemble_saves_loads_and_predicts_the_same(tmp_path):
 def test_the_ensemble_of_danns_exports_for_stock_tensorflow_serving(tmp_path):
     from grad_reverse.serving import check_serving, export_serving
 
-    x_source, _, x_target = domains(0)
-    members = []
-    for seed in (0, 1):
-        model = DANN(*parts(seed), lambda_max=1.0)
-        model(x_source[:1])
-        members.append(model)
-    ensemble = ProbabilityEnsemble(members)
+    x_source, _, _ = domains(0)
+    ensemble = ProbabilityEnsemble(_two_danns(x_source[:1]))
     ensemble(x_source[:1])  # Keras exports a subclassed model once it has been called
     export_serving(ensemble, str(tmp_path / "export"), check=False)
     assert check_serving(str(tmp_path / "export")) == 0
