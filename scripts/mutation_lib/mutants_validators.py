@@ -44,7 +44,7 @@ VALIDATOR_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         name="mixval-ratio-ignored",
         promise="MixVal mixes target points at the ratio it is given",
-        file="adaptation/validation/validators.py",
+        file="adaptation/validation/one_model.py",
         edits=(
             (
                 "(self.ratio * x + (1.0 - self.ratio) * x[permutation])",
