@@ -277,6 +277,31 @@ class AdversarialModel(AdversarialTraining, keras.Model):
                 **kwargs,
             )
 
+    def evaluate(self, x: Any = None, y: Any = None, *args: Any, **kwargs: Any) -> Any:
+        """Keras' `evaluate` on the label path. After a fit on many processes (JAX), arrays are
+        refused with a message that says what works instead (docs/distributed.md).
+
+        Args:
+          x: the points (or a dataset), as Keras' `evaluate` takes them.
+          y: their labels.
+          *args: Keras' `evaluate` arguments.
+          **kwargs: likewise.
+        """
+        distribution.check_arrays_across_processes(self, "evaluate", x)
+        return super().evaluate(x, y, *args, **kwargs)
+
+    def predict(self, x: Any, *args: Any, **kwargs: Any) -> Any:
+        """Keras' `predict`: the label head's outputs. After a fit on many processes (JAX), arrays are
+        refused with a message that says what works instead (docs/distributed.md).
+
+        Args:
+          x: the points (or a dataset), as Keras' `predict` takes them.
+          *args: Keras' `predict` arguments.
+          **kwargs: likewise.
+        """
+        distribution.check_arrays_across_processes(self, "predict", x)
+        return super().predict(x, *args, **kwargs)
+
     # --- saving ----------------------------------------------------------------------
 
     def save_own_variables(self, store: Any) -> None:
