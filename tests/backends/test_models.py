@@ -148,6 +148,41 @@ def test_use_ema_and_the_learning_rate_schedule_train():
     assert int(model.optimizer.iterations.numpy()) == 10
 
 
+@pytest.mark.parametrize("method", ["dann", "mdd"])
+def test_a_second_fit_with_use_ema_runs_and_continues_the_plan(method):
+    """Keras' JAX fit ends with each variable sharing its moving average's buffer, and a second
+    fit then fails ("Attempt to donate the same buffer twice"); the models give each variable its
+    own again. Two fits in a row (the second from `initial_epoch=1`) end with finite weights, the
+    second's ramp where one fit of the same total steps has it. The weights themselves differ from that
+    one fit's, by design: the first fit ends by putting the averages in place, one fit does not."""
+
+    def fit(model, moons, **kwargs):
+        return model.fit(
+            moons.x_source,
+            moons.y_source,
+            target=moons.x_target,
+            batch_size=16,
+            steps_per_epoch=5,
+            seed=0,
+            verbose=0,
+            **kwargs,
+        )
+
+    histories = []
+    for fits in (({"epochs": 1}, {"epochs": 2, "initial_epoch": 1}), ({"epochs": 2},)):
+        keras.utils.set_random_seed(0)
+        moons = make_domains(seed=0, n_per_class=40)
+        model = MAKERS[method]()
+        loss = "binary_crossentropy" if method == "dann" else "sparse_categorical_crossentropy"
+        model.compile(keras.optimizers.Adam(0.01, use_ema=True), loss)
+        histories.append([fit(model, moons, **kwargs).history for kwargs in fits])
+        assert int(model.optimizer.iterations.numpy()) == 10
+        assert all(np.isfinite(w).all() for w in model.get_weights())
+    (_, second), (whole,) = histories
+    # The first fit ramps over its own 5 steps; the second, from initial_epoch=1 of 2, over 10 from step 5.
+    assert second["lambda"] == whole["lambda"][1:]
+
+
 def test_the_same_seed_draws_the_same_batches_and_ends_with_the_same_weights():
     first, _, _ = trained("cdan")
     second, _, _ = trained("cdan")

@@ -267,7 +267,7 @@ class AdversarialModel(AdversarialTraining, keras.Model):
         callbacks = [*(kwargs.pop("callbacks", None) or []), StartFollowsKeras(data.steps, data.position, int(epochs))]
         # Under Keras' distribution API (JAX): its rules checked, the model's own batches already per process.
         with distribution.fit_scope(self, own_batches=data.position is not None):
-            return super().fit(
+            history = super().fit(
                 data.batches,
                 epochs=epochs,
                 steps_per_epoch=data.keras_steps_per_epoch,
@@ -276,6 +276,8 @@ class AdversarialModel(AdversarialTraining, keras.Model):
                 callbacks=callbacks,
                 **kwargs,
             )
+        train_steps.after_fit(self)  # so that a second fit runs (JAX, use_ema=True)
+        return history
 
     def evaluate(self, x: Any = None, y: Any = None, *args: Any, **kwargs: Any) -> Any:
         """Keras' `evaluate` on the label path. After a fit on many processes (JAX), arrays are
