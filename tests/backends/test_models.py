@@ -73,23 +73,33 @@ LOGGED = {
 }
 
 
-def trained(method: str, **compile_kwargs):
+def compiled(method: str, optimizer=None, **compile_kwargs):
+    """`(model, moons)`: the method's model, seeded, compiled with `optimizer` (Adam 0.01 by default)."""
     keras.utils.set_random_seed(0)
     moons = make_domains(seed=0, n_per_class=40)
     model = MAKERS[method]()
     loss = "binary_crossentropy" if method == "dann" else "sparse_categorical_crossentropy"
-    model.compile(keras.optimizers.Adam(0.01), loss, metrics=["accuracy"], **compile_kwargs)
-    history = model.fit(
+    model.compile(optimizer or keras.optimizers.Adam(0.01), loss, **compile_kwargs)
+    return model, moons
+
+
+def fit_moons(model, moons, **kwargs):
+    """A fit on the moons of `steps_per_epoch=5` batches of 16, seeded; `kwargs`: the epochs."""
+    return model.fit(
         moons.x_source,
         moons.y_source,
         target=moons.x_target,
         batch_size=16,
-        epochs=2,
         steps_per_epoch=5,
         seed=0,
         verbose=0,
+        **kwargs,
     )
-    return model, history, moons
+
+
+def trained(method: str, **compile_kwargs):
+    model, moons = compiled(method, metrics=["accuracy"], **compile_kwargs)
+    return model, fit_moons(model, moons, epochs=2), moons
 
 
 @pytest.mark.parametrize("method", sorted(MAKERS))
@@ -156,26 +166,10 @@ def test_a_second_fit_with_use_ema_runs_and_continues_the_plan(method):
     second's ramp where one fit of the same total steps has it. The weights themselves differ from that
     one fit's, by design: the first fit ends by putting the averages in place, one fit does not."""
 
-    def fit(model, moons, **kwargs):
-        return model.fit(
-            moons.x_source,
-            moons.y_source,
-            target=moons.x_target,
-            batch_size=16,
-            steps_per_epoch=5,
-            seed=0,
-            verbose=0,
-            **kwargs,
-        )
-
     histories = []
     for fits in (({"epochs": 1}, {"epochs": 2, "initial_epoch": 1}), ({"epochs": 2},)):
-        keras.utils.set_random_seed(0)
-        moons = make_domains(seed=0, n_per_class=40)
-        model = MAKERS[method]()
-        loss = "binary_crossentropy" if method == "dann" else "sparse_categorical_crossentropy"
-        model.compile(keras.optimizers.Adam(0.01, use_ema=True), loss)
-        histories.append([fit(model, moons, **kwargs).history for kwargs in fits])
+        model, moons = compiled(method, keras.optimizers.Adam(0.01, use_ema=True))
+        histories.append([fit_moons(model, moons, **kwargs).history for kwargs in fits])
         assert int(model.optimizer.iterations.numpy()) == 10
         assert all(np.isfinite(w).all() for w in model.get_weights())
     (_, second), (whole,) = histories
