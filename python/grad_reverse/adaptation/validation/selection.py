@@ -118,10 +118,10 @@ def select_without_labels(
 
     Returns:
       The chosen name and model, and the table of scores, as a
-      [`Selection`][grad_reverse.adaptation.Selection]. Ties are broken the
-      same way whatever the dict's order, the plain network first (adapting
-      must earn its place), then (the rule only) the higher held-out source
-      accuracy, then the name that sorts first.
+        [`Selection`][grad_reverse.adaptation.Selection]. Ties are broken the
+        same way whatever the dict's order, the plain network first (adapting
+        must earn its place), then (the rule only) the higher held-out source
+        accuracy, then the name that sorts first.
 
     Raises:
       ValueError: an unknown name (the message lists the accepted ones),
