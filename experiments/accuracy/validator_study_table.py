@@ -11,10 +11,12 @@ given), and every checkpoint of every candidate (the epoch too).
   highest score; a tie goes to the plain network, then the later checkpoint;
 * `ensv`: EnsV over the whole pool (each checkpoint's agreement with the
   pool's averaged target predictions);
-* `rule`: the package's default (`grad_reverse.adaptation.validation.rule`:
+* `gated_mixval`: the package's rule (`grad_reverse.adaptation.validation.rule`:
   the held-out source gate, then MixVal among the gated), on the saved outputs;
-* `gated_<v>`: the same gate, then validator `v` among the gated (considered
-  while choosing the rule).
+  the name `select_without_labels(validator_name=...)` takes;
+* `gated_<v>` for another `v`: the same gate, then validator `v` among the
+  gated (considered while choosing the rule; the study's only, not a name
+  the package accepts).
 
 Columns: rank corr. (Spearman, score vs target accuracy over a seed's pool,
 mean over seeds; one-model validators only); plain (the plain network's last
@@ -124,7 +126,7 @@ def choose(pool: list, plain: dict, how: str) -> tuple[dict, dict | None]:
         agreement = scores.ensemble_agreement([target_probabilities(r["folder"], r["outputs"]) for r in pool])
         values = dict(zip(map(key, pool), agreement))
         return by_score(pool, values), values
-    if how == "rule":  # the package's own rule, MixVal read from the saved mixtures' scores
+    if how == rule.NAME:  # the package's own rule ("gated_mixval"), MixVal read from the saved mixtures' scores
         names = {key(r): r for r in pool}
         chosen, _ = rule.choose(
             {k: r["val_source_accuracy"] for k, r in names.items()},
@@ -169,7 +171,7 @@ def seed_result(rows: list, how: str, last_only: bool) -> dict:
 
 
 def ways() -> list:
-    return list(ONE_MODEL) + ["ensv"] + [f"gated_{v}" for v in GATED] + ["rule"]
+    return list(ONE_MODEL) + ["ensv"] + [f"gated_{v}" for v in GATED] + [rule.NAME]
 
 
 def needs(how: str) -> list:
@@ -178,10 +180,10 @@ def needs(how: str) -> list:
         return [f"val_{how}"]
     if how == "borda":
         return [f"val_{v}" for v in BORDA if v != "ensv"]
+    if how == rule.NAME:  # before the other gated_<v>: the package's rule reads the cached MixVal
+        return ["val_source_accuracy", "val_mixval"]
     if how.startswith("gated_"):
         return ["val_source_accuracy"] + needs(how[len("gated_") :])
-    if how == "rule":
-        return ["val_source_accuracy", "val_mixval"]
     return ["val_source_accuracy"]
 
 

@@ -19,6 +19,7 @@ from grad_reverse._native.settings import NATIVE
 LIBRARY = loaded()
 _library = LIBRARY.module
 BUILD_INFO = LIBRARY.build_info
+"""The facts CMake recorded beside the loaded library: TensorFlow version, CUDA, XLA."""
 
 
 def _cuda_driver_version() -> int:
@@ -39,6 +40,7 @@ def use_backward() -> backward_choice.Backward:
 BACKWARD: backward_choice.Backward = use_backward()
 
 SUPPORTED_DTYPES = (tf.float16, tf.bfloat16, tf.float32, tf.float64)
+"""The dtypes `grad_reverse` takes; another raises a TypeError that lists them."""
 _SUPPORTED_NAMES = ", ".join(d.name for d in SUPPORTED_DTYPES)
 _SUPPORTED_SET = frozenset(SUPPORTED_DTYPES)  # a hashed lookup, cheaper than a tuple scan per call
 

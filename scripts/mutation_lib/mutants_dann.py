@@ -152,7 +152,7 @@ DANN_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         name="dann-part-optimizers-unused",
         promise="a part with its own optimizer is trained by it, not by the model's optimizer",
-        file="adaptation/model.py",
+        file="adaptation/objective.py",
         edits=(
             (
                 "        if not self._part_optimizers():\n            self.optimizer.apply_gradients",

@@ -18,7 +18,7 @@ GRADIENT_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         name="objective-adversarial-term-sign",
         promise="every method's objective adds its weighted adversarial term (written once, in keras.ops, for every backend)",
-        file="adaptation/model.py",
+        file="adaptation/objective.py",
         edits=(
             (
                 'total = ops.cast(label_loss, "float32") + self._adversarial_weight() * scaled_term',

@@ -43,7 +43,7 @@ VALIDATION_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         name="validator-sign-flipped",
         promise="every validator scores higher for better: DEV is its risk negated",
-        file="adaptation/validation/validators.py",
+        file="adaptation/validation/one_model.py",
         edits=(
             (
                 "        return -scores.deep_embedded_risk(weights, losses)\n",
@@ -67,7 +67,7 @@ VALIDATION_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         name="snd-temperature-ignored",
         promise="SoftNeighborhoodDensity scores at the temperature it is given",
-        file="adaptation/validation/validators.py",
+        file="adaptation/validation/one_model.py",
         edits=(
             (
                 "scores.soft_neighborhood_density(points, self.temperature)",

@@ -1,5 +1,6 @@
 """The curated mutants of choosing without target labels, round two: EnsV,
-MixVal, the default rule's gate and ValidatorCallback's EMA weights. mutant.py defines Mutant;
+MixVal, the rule's gate (its floor the plain network's), the input check
+past the first prediction batch and ValidatorCallback's EMA weights. mutant.py defines Mutant;
 mutants.py assembles MUTANTS from these and the other files'.
 """
 
@@ -26,6 +27,36 @@ VALIDATOR_MUTANTS: tuple[Mutant, ...] = (
         ),
     ),
     Mutant(
+        name="rule-floor-from-the-most-accurate-candidate",
+        promise="the rule's gate is measured from the plain network's held-out source accuracy, not another candidate's",
+        file="adaptation/validation/rule.py",
+        edits=(
+            (
+                "    floor = source_accuracy[plain] - gate_margin(source_accuracy[plain], n_source, z)\n",
+                "    best = max(source_accuracy.values())\n    floor = best - gate_margin(best, n_source, z)\n",
+            ),
+        ),
+        tests=(
+            T + "adaptation/test_validator_rule.py::"
+            "test_the_gate_floor_is_the_plain_networks_even_when_another_candidate_is_more_accurate",
+        ),
+    ),
+    Mutant(
+        name="input-check-reads-the-first-prediction-batch-only",
+        promise="the validators refuse a non-finite point anywhere, not only in the first prediction batch",
+        file="adaptation/validation/outputs.py",
+        edits=(
+            (
+                '    if x.dtype.kind == "f" and not np.all(np.isfinite(x)):\n',
+                '    if x.dtype.kind == "f" and not np.all(np.isfinite(x[:PREDICT_BATCH])):\n',
+            ),
+        ),
+        tests=(
+            T + "adaptation/test_validator_inputs.py::"
+            "test_a_non_finite_target_value_past_the_first_prediction_batch_is_refused_by_every_way_in",
+        ),
+    ),
+    Mutant(
         name="ensv-scores-against-own-predictions",
         promise="EnsV scores each candidate against the pool's averaged predictions, not its own",
         file="adaptation/validation/scores.py",
@@ -44,7 +75,7 @@ VALIDATOR_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         name="mixval-ratio-ignored",
         promise="MixVal mixes target points at the ratio it is given",
-        file="adaptation/validation/validators.py",
+        file="adaptation/validation/one_model.py",
         edits=(
             (
                 "(self.ratio * x + (1.0 - self.ratio) * x[permutation])",

@@ -291,6 +291,7 @@ def test_one_cdan_step_reads_its_method_file_the_shared_base_and_tensorflows_ste
         "adaptation/domain_head.py",
         "adaptation/model.py",
         "adaptation/networks.py",
+        "adaptation/objective.py",  # the objective's sum and the step, AdversarialModel's base
         "adaptation/training/steps.py",  # which backend's step
         "adaptation/training/tensorflow.py",  # the tape: TensorFlow's gradients
     }, sorted(called)

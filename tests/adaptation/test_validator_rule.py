@@ -69,3 +69,18 @@ def test_ties_go_to_plain_then_source_accuracy_then_name_whatever_the_order():
 def test_the_rule_needs_the_plain_network():
     with pytest.raises(ValueError, match="plain network 'plain'"):
         rule.choose({"a": 1.0}, ranking({"a": 0.5}), 10, "plain")
+
+
+def test_the_gate_floor_is_the_plain_networks_even_when_another_candidate_is_more_accurate():
+    # The plain network is not the most accurate candidate: "sharp" is. The floor is
+    # plain's: 0.85 - 2 sqrt(2 * (86/102) * (16/102) / 100) = 0.85 - 0.1029 = 0.7471.
+    # "near" (0.76) passes it and ranks highest among the gated; "far" (0.74) is refused
+    # though it ranks higher still. A floor from the most accurate candidate (0.95 - 0.0665
+    # = 0.8835) would refuse "near" and choose "sharp"; one from the least accurate would
+    # let "far" in and choose it.
+    accuracy = {"plain": 0.85, "sharp": 0.95, "near": 0.76, "far": 0.74}
+    mixval = {"plain": 0.40, "sharp": 0.50, "near": 0.90, "far": 0.99}
+    assert 0.85 - rule.gate_margin(0.85, 100) == pytest.approx(0.7471, abs=1e-4)
+    chosen, table = rule.choose(accuracy, ranking(mixval), 100, "plain")
+    assert chosen == "near"
+    assert {n: table[n]["gated"] for n in accuracy} == {"plain": 1.0, "sharp": 1.0, "near": 1.0, "far": 0.0}

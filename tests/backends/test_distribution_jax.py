@@ -168,6 +168,27 @@ def test_unequal_data_across_processes_is_refused_on_every_process_before_any_st
         assert "after 0 steps" in line and "these differ between processes: x, y" in line
 
 
+def test_a_model_argument_that_differs_between_processes_is_refused_on_every_process_before_any_step(tmp_path):
+    setup = fit_args("dann-ema-lr-schedule-part-optimizers", tmp_path, "refused")
+    for stdout in run_processes(2, lambda i: [setup], ["--mistakes", "unequal-lambda"]):
+        line = refusals(stdout)["unequal-lambda"]
+        assert "after 0 steps" in line, line
+        assert "every process must make and compile the same model" in line
+        assert "these differ between processes: the model's lambda_max." in line
+
+
+def test_evaluate_and_predict_on_arrays_after_a_two_process_fit_say_what_works_and_calling_the_model_does(tmp_path):
+    setup = fit_args("dann-ema-lr-schedule-part-optimizers", tmp_path, "after")
+    outputs = run_processes(2, lambda i: [setup], ["--mistakes", "arrays-after-fit"])
+    for stdout in outputs:
+        lines = refusals(stdout)
+        for call in ("evaluate", "predict"):
+            assert f"DANN.{call} on 2 processes: Keras' distribution takes only a tf.data.Dataset" in lines[call]
+            assert "keras.ops.convert_to_numpy(model(x[i : i + 1024], training=False))" in lines[call]
+    sums = [next(line for line in stdout.splitlines() if line.startswith("CALLED[sum]")) for stdout in outputs]
+    assert sums[0] == sums[1], sums  # every process computes every prediction, the same
+
+
 class StandInDataset:
     """What the models know a tf.data dataset by (`element_spec`), without TensorFlow in this process."""
 

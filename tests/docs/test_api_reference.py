@@ -17,7 +17,19 @@ from pathlib import Path
 
 import pytest
 
-from helpers.api_pages import API, DIRECTIVE, PACKAGE, ROOT, directives, listed, module_file, parse
+from helpers.api_pages import (
+    API,
+    DIRECTIVE,
+    PACKAGE,
+    ROOT,
+    directives,
+    dunder_all,
+    listed,
+    module_file,
+    parse,
+    public_names,
+    top_level_names,
+)
 
 PAGES = {
     "grad_reverse": API / "grad_reverse.md",
@@ -26,64 +38,6 @@ PAGES = {
     "grad_reverse.options": API / "options.md",
 }
 HEADING = re.compile(r"^## `([\w.]+)`[ \t]*$", re.MULTILINE)
-
-
-def top_level_names(tree: ast.Module, unpacked: bool = True) -> set:
-    """Names defined at the top level; `unpacked=False` leaves out `A, B = ...`
-    (public, but mkdocstrings' static analysis does not see them)."""
-    names = set()
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, ast.Assign):
-            for target in node.targets:
-                if isinstance(target, ast.Tuple) and not unpacked:
-                    continue
-                for element in target.elts if isinstance(target, ast.Tuple) else [target]:
-                    if isinstance(element, ast.Name):
-                        names.add(element.id)
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            names.add(node.target.id)
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("grad_reverse"):
-            # Re-exported from inside the package (options' names from its settings):
-            # mkdocstrings follows such an alias to where it is defined.
-            names.update(alias.asname or alias.name for alias in node.names)
-    return names
-
-
-def dunder_all(tree: ast.Module) -> list:
-    """`__all__`'s strings; `*sorted(TABLE)` and `*TABLE` add a dict's keys or a list's items."""
-    tables = {
-        node.targets[0].id: node.value
-        for node in tree.body
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-    }
-    value = tables.get("__all__")
-    assert isinstance(value, ast.List), "__all__ is not a list literal"
-    names = []
-    for element in value.elts:
-        if isinstance(element, ast.Constant):
-            names.append(element.value)
-            continue
-        assert isinstance(element, ast.Starred), ast.dump(element)
-        inner = element.value
-        if isinstance(inner, ast.Call):
-            inner = inner.args[0]
-        table = tables[inner.id]
-        names += [key.value for key in (table.keys if isinstance(table, ast.Dict) else table.elts)]
-    return names
-
-
-def public_names(module: str) -> set:
-    """`__all__`'s names, or where a module has none, its top-level names without a leading underscore."""
-    tree = parse(module)
-    has_all = any(
-        isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)
-        for node in tree.body
-    )
-    if not has_all:
-        return {name for name in top_level_names(tree) if not name.startswith("_")}
-    return set(dunder_all(tree))
 
 
 def test_the_name_readers_find():

@@ -11,7 +11,8 @@ keeps the first batch this process drew (its share). The commands are docs/distr
 gloo CPU collectives, `keras.distribution.initialize`, `DataParallel` over
 `jax.devices()` set before the model is made. `--mistakes a,b` makes each named
 mistake in turn, which `fit` must refuse before any step: a line
-`REFUSED[mistake]: message`, or `TRAINED[mistake]` where it was not refused.
+`REFUSED[mistake]: message`, or `TRAINED[mistake]` where it was not refused
+(`unequal-lambda`: process 1's DANN has lambda_max 3, process 0's 2).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import argparse
 import os
 import sys
 
-MISTAKES = ("odd-batch", "late-distribution", "unequal-data")
+MISTAKES = ("odd-batch", "late-distribution", "unequal-data", "unequal-lambda", "arrays-after-fit")
 
 
 def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
@@ -100,6 +101,10 @@ def make_mistake(mistake: str, rest: list[str], process_id: int, distribution, k
     keras.distribution.set_distribution(None if late else distribution)
     model = preemption.build(options, keras)
     keras.distribution.set_distribution(distribution)
+    if mistake == "unequal-lambda" and process_id == 1:
+        # What DANN(..., lambda_max=3) holds, set on the one model: a second model made on one
+        # process alone would make variables (its step counter, metrics) on that process only.
+        model.lambda_max = 3.0
     moons = preemption.data(options)
     keep = len(moons.x_source) - (process_id if mistake == "unequal-data" else 0)  # process 1: a point fewer
     batch_size = 18 if mistake == "odd-batch" else 16  # 9 + 9 points do not split over 2 devices
@@ -118,7 +123,27 @@ def make_mistake(mistake: str, rest: list[str], process_id: int, distribution, k
         steps = int(model.optimizer.iterations.numpy())
         print(f"REFUSED[{mistake}] after {steps} steps: {error}", flush=True)
         return
+    if mistake == "arrays-after-fit":  # the fit was right: what follows it is asked
+        after_fit(model, moons, keras)
+        return
     print(f"TRAINED[{mistake}]", flush=True)
+
+
+def after_fit(model, moons, keras) -> None:
+    """`evaluate` and `predict` on arrays after a multi-process fit: a line `REFUSED[call]: message` for
+    each refused, then `CALLED[sum]: VALUE` of the model called on the points (the docs' way)."""
+    import numpy as np
+
+    for call in ("evaluate", "predict"):
+        try:
+            if call == "evaluate":
+                model.evaluate(moons.x_target, moons.y_target, verbose=0)
+            else:
+                model.predict(moons.x_target, verbose=0)
+        except ValueError as error:
+            print(f"REFUSED[{call}]: {error}", flush=True)
+    outputs = keras.ops.convert_to_numpy(model(moons.x_target, training=False))
+    print(f"CALLED[sum]: {float(np.sum(outputs)):.9g}", flush=True)
 
 
 if __name__ == "__main__":

@@ -12,18 +12,28 @@ import os
 from collections.abc import Mapping
 
 LIBRARY_VARIABLE = "GRAD_REVERSE_LIBRARY"
+"""The environment variable that chooses which op library loads: one of `LIBRARY_MODES`."""
 BACKWARD_VARIABLE = "GRAD_REVERSE_BACKWARD"
+"""The environment variable that chooses the backward's kernel: one of `BACKWARD_MODES`."""
 CPU_PATH_VARIABLE = "GRAD_REVERSE_CPU_PATH"
+"""The environment variable that forces one of the CPU kernels' code paths (`options.cpu_path()` says which runs)."""
 STREAMING_STORES_VARIABLE = "GRAD_REVERSE_STREAMING_STORES"
+"""The environment variable for the CPU kernels' streaming stores: one of `STREAMING_STORES_MODES`."""
 
 AUTO = "auto"
+"""The mode every choice starts in: the package decides from the build and the machine."""
 RELEASE, STABLE = "release", "stable"
 LIBRARY_MODES = (AUTO, RELEASE, STABLE)
+"""`LIBRARY_VARIABLE`'s values: auto, the running release's own library, or the stable-ABI one."""
 NATIVE, STOCK = "native", "stock"
 BACKWARD_MODES = (AUTO, NATIVE, STOCK)
+"""`BACKWARD_VARIABLE`'s values: auto, the native backward kernel, or TensorFlow's stock ops."""
 ALWAYS = "always"
+"""`XLA_FALLBACK_MODES`' forcing value: the pure-Python version inside XLA even where a kernel exists."""
 XLA_FALLBACK_MODES = (AUTO, ALWAYS)
+"""The values of `options.set_xla_fallback`: auto, or always the pure-Python version inside XLA."""
 STREAMING_STORES_MODES = (AUTO, "on", "off")
+"""`STREAMING_STORES_VARIABLE`'s values: auto (the faster way, timed per size), on, or off."""
 
 # Set in the running process (`options.set_backward`, `options.set_xla_fallback`).
 _backward_override: str | None = None

@@ -6,8 +6,9 @@ One file per method, holding its loss whole, over the shared parts beside them,
 and two folders for the two other jobs:
 
 * `dann`, `cdan`, `mdd`: the methods;
-* `model`: `AdversarialModel`, the foundation the three share (the objective's
-  sum, `fit`, saving);
+* `model`: `AdversarialModel`, the foundation the three share (construction,
+  `compile`, `fit`, saving), over `objective` (the objective's sum and one
+  training step, which it inherits);
 * `domain_head`: what DANN and CDAN share, the domain head behind the
   reversal, its loss and the paper's domain term;
 * `ensemble`: `ProbabilityEnsemble`, the mean of trained classifiers'

@@ -5,7 +5,8 @@ and the modules that do the work (`check`, `servable`) both need these; kept
 here, below both, neither has to import the other.
 """
 
-SERVING_TAG = "serve"  # the tag set tensorflow_model_server loads by default
+SERVING_TAG = "serve"
+"""The tag set of the exports' MetaGraph: the one tensorflow_model_server loads by default."""
 # A SavedModel directory holds one of these (binary, or text).
 SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt")
 

@@ -17,7 +17,9 @@ What the models add to Keras' own:
 * the rules checked before any step, each error naming it: each domain's
   share of the batch divides across the data axis' devices; every variable
   was made under the distribution (`set_distribution` before the model is
-  made); every process was given the same data, batch, steps and seed.
+  made); every process was given the same data, batch, steps and seed, and
+  made and compiled the same model (its and `compile`'s configurations, names
+  left out: `model_fields`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -105,9 +108,55 @@ def _digest(array: np.ndarray) -> list:
     return list(np.frombuffer(digest.digest(), np.int32))
 
 
-def check_same_everywhere(method: str, fields: dict) -> None:
+DATA_ADVICE = (
+    "every process must be given the same data and fit arguments (each draws its own part of the same seeded "
+    "global batch)",
+    "Load the same arrays in every process and pass the same batch_size, steps_per_epoch, shuffle and seed.",
+)
+MODEL_ADVICE = (
+    "every process must make and compile the same model (each runs the same step on its part of the batch, and "
+    "nothing else keeps them the same)",
+    "Make the model with the same arguments and call compile with the same optimizer, loss and arguments in "
+    "every process.",
+)
+
+
+def _without_names(config: Any) -> Any:
+    """A configuration without its `name` entries: Keras numbers layers' names per process
+    (`dense_3`), which says nothing about the model the processes train."""
+    if isinstance(config, dict):
+        return {k: _without_names(v) for k, v in config.items() if k != "name"}
+    if isinstance(config, (list, tuple)):
+        return [_without_names(v) for v in config]
+    return config
+
+
+def _json(value: Any) -> str:
+    """A value that may be anything a configuration may hold (a number's type named where it cannot be written)."""
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    return type(value).__name__
+
+
+def model_fields(model: Any) -> dict:
+    """`{field: the bytes of its configuration}` of the model's constructor arguments
+    (`get_config`: the parts, lambda_max, the schedule, the method's own) and of `compile`'s
+    (`get_compile_config`: the optimizer, the loss, the metrics, the part optimizers, ...),
+    names left out: what `check_same_everywhere` compares between processes."""
+    fields = {}
+    for who, config in (("the model's", model.get_config()), ("compile's", model.get_compile_config() or {})):
+        for key, value in _without_names(config).items():
+            text = json.dumps(_without_names(value), sort_keys=True, default=_json)
+            fields[f"{who} {key}"] = np.frombuffer(text.encode(), np.uint8)
+    return fields
+
+
+def check_same_everywhere(method: str, fields: dict, advice: tuple = DATA_ADVICE) -> None:
     """Every process must have been given the same `fields` (`{name: numbers or array}`: arrays by a
-    digest of their bytes); a ValueError on every process names the fields that differ, and where."""
+    digest of their bytes); a ValueError on every process names the fields that differ, and where.
+    `advice`: `(what must agree, what to do)`, the message's two halves."""
     if current() is None:
         return
     import jax
@@ -116,6 +165,14 @@ def check_same_everywhere(method: str, fields: dict) -> None:
         return
     from jax.experimental import multihost_utils
 
+    # The fields' names first, in a row of fixed length: the rows below must have one length everywhere.
+    names = np.frombuffer("\n".join(fields).encode(), np.uint8)
+    everyone = np.asarray(multihost_utils.process_allgather(np.asarray(_digest(names), np.int32)))
+    if (everyone != everyone[0]).any():
+        raise ValueError(
+            f"{method}.fit on {jax.process_count()} processes: {advice[0]}; the entries themselves differ "
+            f"between processes (this one has: {', '.join(fields)}). {advice[1]}"
+        )
     rows = {
         name: _digest(value) if isinstance(value, np.ndarray) else [int(v) for v in np.atleast_1d(value)]
         for name, value in fields.items()
@@ -130,10 +187,8 @@ def check_same_everywhere(method: str, fields: dict) -> None:
             differing.append(name)
     if differing:
         raise ValueError(
-            f"{method}.fit on {jax.process_count()} processes: every process must be given the same data and "
-            f"fit arguments (each draws its own part of the same seeded global batch); these differ between "
-            f"processes: {', '.join(differing)}. Load the same arrays in every process and pass the same "
-            f"batch_size, steps_per_epoch, shuffle and seed."
+            f"{method}.fit on {jax.process_count()} processes: {advice[0]}; these differ between "
+            f"processes: {', '.join(differing)}. {advice[1]}"
         )
 
 
@@ -157,6 +212,27 @@ def check_variables(model: Any, distribution: Any) -> None:
             )
 
 
+def check_arrays_across_processes(model: Any, call: str, x: Any) -> None:
+    """`evaluate` and `predict` on arrays under a distribution of many processes: Keras' own takes only
+    a tf.data.Dataset there (it splits one across the processes), and its message names no way out;
+    this one says what works, before Keras is asked."""
+    distribution = current()
+    if distribution is None or hasattr(x, "element_spec") or not getattr(distribution, "auto_shard_dataset", False):
+        return
+    import jax
+
+    if jax.process_count() == 1:
+        return
+    raise ValueError(
+        f"{model.METHOD}.{call} on {jax.process_count()} processes: Keras' distribution takes only a "
+        f"tf.data.Dataset here (it splits it across the processes), not arrays. On arrays, call the model on "
+        f"the points in every process, in batches: keras.ops.convert_to_numpy(model(x[i : i + 1024], "
+        f"training=False)) gives each process every prediction (the weights are the same everywhere), and a "
+        f"metric is computed from those; or pass a tf.data.Dataset where TensorFlow is installed "
+        f"(docs/distributed.md, 'After the fit')."
+    )
+
+
 @contextlib.contextmanager
 def fit_scope(model: Any, own_batches: bool) -> Iterator[None]:
     """Around Keras' `fit`: the variables' check; with the model's own batches (`own_batches`), Keras'
@@ -166,6 +242,7 @@ def fit_scope(model: Any, own_batches: bool) -> Iterator[None]:
         yield
         return
     check_variables(model, distribution)
+    check_same_everywhere(model.METHOD, model_fields(model), MODEL_ADVICE)
     before = getattr(distribution, "auto_shard_dataset", None)
     if own_batches and before:
         distribution.auto_shard_dataset = False

@@ -58,6 +58,24 @@ def carrier_of(model: Any) -> StateCarrier:
     return carrier
 
 
+def separate_averages(model: Any) -> None:
+    """Gives each trainable variable a buffer of its own again after a fit with `use_ema=True`.
+
+    Keras' JAX `fit` ends by assigning each moving average's array to its variable (the
+    optimizer's `finalize_variable_values`), so the two variables hold one buffer; the next
+    fit's compiled step donates its whole state and fails with "Attempt to donate the same
+    buffer twice" (then a TypeError in Keras' `variables.py`). Keras' own bug, seen with a plain
+    `keras.Sequential` too (Keras 3.15.1, JAX 0.10.2; docs/troubleshooting.md has the
+    reproducer): a copy of each such variable's value, the same numbers, ends the sharing."""
+    optimizer = getattr(model, "optimizer", None)
+    optimizer = getattr(optimizer, "inner_optimizer", optimizer)  # a LossScaleOptimizer's
+    averages = getattr(optimizer, "_model_variables_moving_average", None) or []
+    shared = {id(average.value) for average in averages}
+    for variable in model.trainable_variables:
+        if id(variable.value) in shared:
+            variable.assign(keras.ops.copy(variable.value))
+
+
 def _values(scope: Any, variables: list, before: list) -> list:
     """The variables' values a StatelessScope ended with (their values before where it assigned none)."""
     values = []

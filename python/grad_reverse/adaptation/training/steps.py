@@ -52,3 +52,12 @@ def fit_data(method: str, *args: Any) -> FitData:
     else:
         from grad_reverse.adaptation.training.array_batches import fit_data as make
     return make(method, *args)
+
+
+def after_fit(model: Any) -> None:
+    """What a fit leaves that the next fit must not meet: on JAX, `training.jax.separate_averages`
+    (a second fit with `use_ema=True` fails in Keras otherwise). Elsewhere nothing."""
+    if BACKEND == "jax":
+        from grad_reverse.adaptation.training.jax import separate_averages
+
+        separate_averages(model)

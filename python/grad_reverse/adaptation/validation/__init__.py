@@ -8,9 +8,15 @@ reverse validation.
 * `base`: `Validator` (one model) and `PoolValidator` (a pool at once);
 * `scores`: the numbers themselves, in numpy, on arrays of probabilities and
   features (no model, no backend);
-* `validators`: each score as a callable on a model and its data
+* `one_model`: each score as a callable on a model and its data
   (`validator(model, x_source, y_source, x_target, from_logits=...)`), the
   model read through its feature extractor and label head only;
+* `pool`: `EnsembleValidation`, which scores candidates against each other;
+* `scoring`: many validators at once, on one model or on a pool;
+* `validators`: the names (`VALIDATORS`, `POOL_VALIDATORS`, the default) and
+  `validator`, which turns a name into a validator; every validator and
+  scoring function is importable from it too;
+* `rule`: the gate-then-MixVal rule (`"gated_mixval"`);
 * `callback`: `ValidatorCallback`, the scores in the epoch's logs for
   `ModelCheckpoint`, `EarlyStopping` and KerasTuner;
 * `selection`: `select_without_labels`, the plain network always a candidate;

@@ -24,8 +24,9 @@ class Validator:
     `Outputs` and checks the sizes.
 
     Attributes:
-      name: the validator's key in `VALIDATORS`, and what `ValidatorCallback`
-        logs its score as (`val_<name>`).
+      name: the validator's key in `VALIDATORS`, the name
+        `select_without_labels(validator_name=...)` and `ValidatorCallback`
+        take, and what `ValidatorCallback` logs its score as (`val_<name>`).
       min_source: the fewest held-out source points it accepts.
       min_target: the fewest target points it accepts.
       reads_features: whether the score reads the feature extractor's output
@@ -115,7 +116,13 @@ class PoolValidator(Validator):
     """Scores every candidate of a pool at once, each against the others
     (`score_pool`): there is no score of one model alone, so it cannot be
     called on a model or logged by `ValidatorCallback`;
-    `select_without_labels` scores the candidates with it."""
+    `select_without_labels` scores the candidates with it.
+
+    Attributes:
+      name: the validator's key in `POOL_VALIDATORS`: the name
+        `select_without_labels(validator_name=...)` and its `also=` take, and
+        the candidates' column in the `Selection`'s table.
+    """
 
     def _refuse(self) -> ValueError:
         return ValueError(

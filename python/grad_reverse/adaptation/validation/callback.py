@@ -10,7 +10,7 @@ import numpy as np
 
 from grad_reverse._keras import KERAS_3, keras
 from grad_reverse.adaptation.validation import scores
-from grad_reverse.adaptation.validation.base import PoolValidator, Validator
+from grad_reverse.adaptation.validation.base import Validator
 from grad_reverse.adaptation.validation.outputs import as_array_points, check_labels, model_outputs
 from grad_reverse.adaptation.validation.validators import score_all, validator
 
@@ -74,12 +74,11 @@ class ValidatorCallback(keras.callbacks.Callback):
         who = "ValidatorCallback"
         if isinstance(validators, (str, Validator)):
             validators = [validators]
-        self.validators = [validator(v) for v in validators]
+        self.validators = [validator(v, who=who, pool=False) for v in validators]
         if not self.validators:
-            raise ValueError(f"{who}: no validators; accepted: one or more Validators or their names")
-        for v in self.validators:
-            if isinstance(v, PoolValidator):
-                raise ValueError(f"{who}: " + str(v._refuse()))
+            raise ValueError(
+                f"{who}: no validators; accepted: one or more Validators or their names (VALIDATORS' keys)"
+            )
         self.x_source = as_array_points(who, "x_source", x_source)
         self.x_target = as_array_points(who, "x_target", x_target)
         self.y_source = check_labels(who, y_source, len(self.x_source), self.x_source.shape)

@@ -35,7 +35,13 @@ import math
 from collections.abc import Callable, Mapping
 
 NAME = "gated_mixval"
+"""The rule's name: `select_without_labels(..., validator_name="gated_mixval")`
+chooses by it, and the `Selection`'s table has a column of this name (the
+MixVal scores of the gated candidates, NaN for the refused)."""
+
 GATE_Z = 2.0
+"""The gate's width, in standard errors of the difference of two held-out
+source accuracies (`gate_margin`)."""
 
 
 def gate_margin(plain_accuracy: float, n: int, z: float = GATE_Z) -> float:

@@ -24,6 +24,10 @@ from grad_reverse.adaptation.validation.validators import DEFAULT_VALIDATOR, Mix
 # available by name, and the default went back to the choice that stayed within
 # 1 point of the plain network there (docs/results/validators.md).
 DEFAULT_CHOICE = DEFAULT_VALIDATOR
+"""What `select_without_labels` chooses by when `validator_name` is not given:
+`DEFAULT_VALIDATOR`, `"source_accuracy"` (the held-out source accuracy, the
+plain network winning ties). The rule `"gated_mixval"` is chosen by name; why
+it is not the default: [docs/results/validators.md](../results/validators.md)."""
 
 
 @dataclasses.dataclass
@@ -111,6 +115,15 @@ def select_without_labels(
 ) -> Selection:
     """Chooses among trained models with no target label.
 
+        selection = select_without_labels(
+            {"plain": plain, "dann@1": dann, "dann@0.3": dann_small},
+            x_source_val, y_source_val, x_target)  # by held-out source accuracy
+        print(selection.report())  # the table, best first, the choice marked
+        model = selection.model  # the plain network unless adapting scored higher
+
+        select_without_labels(candidates, x_source_val, y_source_val, x_target,
+                              validator_name="gated_mixval", also=("ensv", "im"))
+
     Args:
       candidates: `{name: trained model}` (a dict): methods x lambdas x
         checkpoints, and the plain network (trained on the source alone, e.g.
@@ -120,28 +133,39 @@ def select_without_labels(
       x_source, y_source: held-out labeled source points (no candidate trained on them).
       x_target: unlabeled target points (an array).
       plain: the plain network's name among the candidates.
-      validator_name: what chooses: one validator (a name of `VALIDATORS`
-        or `POOL_VALIDATORS`, or a `Validator`; default `DEFAULT_CHOICE`,
-        held-out source accuracy), the highest score winning; or
-        `"gated_mixval"`, the rule of `grad_reverse.adaptation.validation.rule`
-        (the candidates within the held-out sample's noise of the plain
-        network's source accuracy, ranked by MixVal on the target): it gained
-        on the study's first six shifts and lost on two new ones
-        (docs/results/validators.md).
-      also: more validators to score in the table, for the record.
+      validator_name: what chooses, the highest score winning. The names
+        accepted: a one-model validator's (`VALIDATORS`: `"source_accuracy"`,
+        the default `DEFAULT_CHOICE`; `"entropy"`, `"im"`, `"snd"`, `"dev"`,
+        `"source_and_alignment"`, `"bnm"`, `"mixval"`), a pool validator's
+        (`POOL_VALIDATORS`: `"ensv"`, each candidate scored against the
+        others), or the rule `"gated_mixval"` (the candidates within the
+        held-out sample's noise of the plain network's source accuracy,
+        ranked by MixVal on the target; the module
+        `grad_reverse.adaptation.validation.rule` documents it): it gained on
+        the study's first six shifts and lost on two new ones
+        ([docs/results/validators.md](../results/validators.md), whose other
+        `gated_<name>` rows are the study's only). Or a `Validator` instance.
+      also: more validators to score in the table, for the record (the names
+        of `VALIDATORS` and `POOL_VALIDATORS`, or instances).
       from_logits: whether the label heads output logits; default: told from
         each head's last activation.
 
-    Returns a `Selection`: the chosen candidate, the table, and the gated
-    candidates' ensemble (`Selection.ensemble`). Ties are broken the same way whatever the dict's
-    order: the plain network first (adapting must earn its place), then (the
-    rule only) the higher held-out source accuracy, then the name that sorts
-    first.
+    Returns:
+      The chosen name and model, the table of scores, and the gated
+        candidates' ensemble (`Selection.ensemble`), as a
+        [`Selection`][grad_reverse.adaptation.Selection]. Ties are broken the
+        same way whatever the dict's order, the plain network first (adapting
+        must earn its place), then (the rule only) the higher held-out source
+        accuracy, then the name that sorts first.
+
+    Raises:
+      ValueError: an unknown name (the message lists the accepted ones),
+        candidates without the plain network, or bad points or labels.
     """
     who = "select_without_labels"
-    chooser = None if validator_name == rule.NAME else validator(validator_name)
+    chooser = None if validator_name == rule.NAME else validator(validator_name, who=who, rule=True)
     scorers = [chooser] if chooser is not None else []
-    scorers += [v for v in map(validator, also) if v.name not in {s.name for s in scorers}]
+    scorers += [v for v in (validator(a, who=f"{who} (also)") for a in also) if v.name not in {s.name for s in scorers}]
     check_candidates(who, candidates, scorers)
     if plain not in candidates:
         raise ValueError(

@@ -20,6 +20,12 @@ rule). The arithmetic is numpy on the model's `predict` outputs
 against each other, so only `select_without_labels` (through
 `score_candidates`) uses it.
 
+This module holds the names: `VALIDATORS`, `POOL_VALIDATORS`, the default
+(`DEFAULT_VALIDATOR`) and `validator`, which turns a name into a validator
+and refuses an unknown one with the names the caller accepts. The
+validators themselves are in `one_model` and `pool`, the scoring of many at
+once in `scoring`; every name is importable from here too.
+
 Which validator to trust is a measured question, not a theoretical one:
 docs/results/validators.md has the study on this project's shifts, and
 `DEFAULT_VALIDATOR` is the one it picked.
@@ -29,10 +35,18 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
-from grad_reverse.adaptation.validation import scores
+from grad_reverse.adaptation.validation import rule as _rule
 from grad_reverse.adaptation.validation.base import PoolValidator, Validator  # noqa: F401 (public here too)
+from grad_reverse.adaptation.validation.one_model import (  # noqa: F401 (public here too)
+    BatchNuclearNorm,
+    DeepEmbeddedValidation,
+    InformationMaximization,
+    MixVal,
+    PredictionEntropy,
+    SoftNeighborhoodDensity,
+    SourceAccuracy,
+    SourceAccuracyAndAlignment,
+)
 from grad_reverse.adaptation.validation.outputs import (  # noqa: F401 (model_outputs, Outputs: public here too)
     Outputs,
     as_array_points,
@@ -41,253 +55,8 @@ from grad_reverse.adaptation.validation.outputs import (  # noqa: F401 (model_ou
     model_outputs,
     predicted_probabilities,
 )
-
-
-class SourceAccuracy(Validator):
-    """Accuracy on held-out source points: the baseline. It estimates the target
-    accuracy only as far as the domains agree, and ignores the target entirely
-    (so it cannot see what adaptation gains, only what it costs on the source).
-    Cost: one prediction over the source points."""
-
-    name = "source_accuracy"
-
-    def score(self, outputs: Outputs) -> float:
-        return scores.accuracy(outputs.source_probabilities, outputs.source_labels)
-
-
-class PredictionEntropy(Validator):
-    """Minus the mean entropy (nats) of the target predictions: confident
-    predictions on the target score high (0 is the most). Blind to a model
-    that is confidently wrong, or that sends every target point to one class.
-    Cost: one prediction over the target points."""
-
-    name = "entropy"
-
-    def score(self, outputs: Outputs) -> float:
-        return scores.prediction_entropy(outputs.target_probabilities)
-
-
-class InformationMaximization(Validator):
-    """Information maximisation on the target: the entropy of the mean
-    prediction (the classes used evenly) minus the mean entropy (each
-    prediction confident), in nats. Unlike `PredictionEntropy` it penalises
-    collapsing the target onto one class; it assumes the target's classes are
-    roughly balanced. Cost: one prediction over the target points."""
-
-    name = "im"
-
-    def score(self, outputs: Outputs) -> float:
-        return scores.information_maximization(outputs.target_probabilities)
-
-
-class SoftNeighborhoodDensity(Validator):
-    """SND (Saito et al., ICCV 2021): the mean entropy of each target point's
-    softmax (at `temperature`) over its cosine similarities to the other target
-    points. High when target points have many close neighbours in the space
-    the label head makes: clusters that are neither collapsed nor scattered.
-
-    Args:
-      temperature: the softmax temperature (0.05, the paper's).
-      on: "probabilities" (the paper's choice, and pytorch-adapt's default)
-        or "features" (the feature extractor's output).
-      max_points: at most this many target points are used (a seeded
-        sample), since the cost is quadratic: n^2 similarities.
-      seed: the sample's seed.
-    """
-
-    name = "snd"
-    min_target = 2
-
-    def __init__(self, temperature: float = 0.05, on: str = "probabilities", max_points: int = 4096, seed: int = 0):
-        if not float(temperature) > 0.0:
-            raise ValueError(f"SoftNeighborhoodDensity: temperature must be > 0, got {temperature!r}")
-        if on not in ("probabilities", "features"):
-            raise ValueError(f"SoftNeighborhoodDensity: on must be 'probabilities' or 'features', got {on!r}")
-        self.temperature, self.on, self.max_points, self.seed = float(temperature), on, int(max_points), seed
-
-    @property
-    def reads_features(self) -> bool:
-        return self.on == "features"
-
-    def score(self, outputs: Outputs) -> float:
-        points = outputs.target_probabilities if self.on == "probabilities" else outputs.target_features
-        if len(points) > self.max_points:
-            keep = np.random.default_rng(self.seed).choice(len(points), self.max_points, replace=False)
-            points = points[np.sort(keep)]
-        return scores.soft_neighborhood_density(points, self.temperature)
-
-    def __repr__(self) -> str:
-        return f"SoftNeighborhoodDensity(temperature={self.temperature:g}, on={self.on!r})"
-
-
-class DeepEmbeddedValidation(Validator):
-    """DEV (You et al., ICML 2019), negated so that higher is better: the source
-    validation loss importance-weighted toward the target, with the weights
-    as a control variate to cut its variance.
-
-    The held-out source points are split (`holdout` of them, seeded): a
-    logistic domain classifier learns source against target on the rest's
-    features, its density ratios weight the held-out part's cross-entropy.
-    It estimates the target's cross-entropy risk, unbiased when the features'
-    density ratio is right and the label given the features is shared by the
-    domains. Cost: one prediction per domain and a logistic regression on
-    the features (Newton's method, features^2 per point).
-
-    Args:
-      holdout: the share of the held-out source points that are weighted
-        (the rest trains the domain classifier); at least 3 points each.
-      seed: the split's seed.
-    """
-
-    name = "dev"
-    min_source = 6
-    min_target = 2
-    reads_features = True
-
-    def __init__(self, holdout: float = 0.33, seed: int = 0):
-        if not 0.0 < float(holdout) < 1.0:
-            raise ValueError(f"DeepEmbeddedValidation: holdout must be between 0 and 1, got {holdout!r}")
-        self.holdout, self.seed = float(holdout), seed
-
-    def split(self, n: int) -> tuple:
-        """`(train, validation)` indices of the `n` held-out source points.
-
-        Args:
-          n: the number of held-out source points.
-        """
-        order = np.random.default_rng(self.seed).permutation(n)
-        validation = min(max(int(np.ceil(n * self.holdout)), 3), n - 3)
-        return np.sort(order[validation:]), np.sort(order[:validation])
-
-    def score(self, outputs: Outputs) -> float:
-        train, validation = self.split(len(outputs.source_labels))
-        weights = scores.importance_weights(
-            outputs.source_features[train], outputs.target_features, outputs.source_features[validation]
-        )
-        losses = scores.cross_entropy(outputs.source_probabilities[validation], outputs.source_labels[validation])
-        return -scores.deep_embedded_risk(weights, losses)
-
-
-class SourceAccuracyAndAlignment(Validator):
-    """Ben-David et al.'s bound on the target error, as a score: the held-out
-    source accuracy minus how well a linear classifier tells the domains apart
-    on the features, `source_accuracy - (1 - 2 * domain_error)` (the proxy
-    A-distance halved). High when the source is classified well and the
-    features do not give away the domain. Blind to what the bound's third
-    term holds: a label shift, where aligning the domains' features as a
-    whole moves target points into the wrong classes. Cost: one prediction
-    per domain and a logistic regression on half of each domain's features.
-
-    Range: [-1, 1]. The domain error is measured on held-out halves, where a
-    classifier that cannot tell the domains apart errs about half the time,
-    sometimes more (sampling); an error above 0.5 says no more than 0.5 does
-    (the features do not give the domain away), so it is taken as 0.5, and
-    the alignment term stays in [0, 1].
-
-    Args:
-      seed: the seed of the domain classifier's split of each domain's points.
-    """
-
-    name = "source_and_alignment"
-    min_source = 4
-    min_target = 4
-    reads_features = True
-
-    def __init__(self, seed: int = 0):
-        self.seed = seed
-
-    def score(self, outputs: Outputs) -> float:
-        accuracy = scores.accuracy(outputs.source_probabilities, outputs.source_labels)
-        error = min(scores.domain_error(outputs.source_features, outputs.target_features, self.seed), 0.5)
-        return accuracy - (1.0 - 2.0 * error)
-
-
-class BatchNuclearNorm(Validator):
-    """BNM (Cui et al., CVPR 2020) as pytorch-adapt's `BNMValidator` scores it:
-    the nuclear norm (sum of singular values) of the target probabilities
-    [points, classes], divided by the points. High when the predictions are
-    confident (each row near one-hot) and spread over many classes (the
-    rows' classes independent); at most min(points, classes) / points.
-    Cost: one prediction over the target points and an SVD of [points, classes]."""
-
-    name = "bnm"
-
-    def score(self, outputs: Outputs) -> float:
-        return scores.batch_nuclear_norm(outputs.target_probabilities)
-
-
-class MixVal(Validator):
-    """MixVal (Hu et al., NeurIPS 2023): mixed target points as probes. Each
-    target point is mixed with a partner, `ratio * x + (1 - ratio) *
-    x[permutation]`, the permutation drawn from `seed`; a mixture's expected
-    class is the model's own prediction for the point it holds more of.
-    The score (`scores.mixed_sample_consistency`) is the mean of the shares
-    of mixtures predicted so, among partners of the same predicted class
-    (intra-cluster) and of different ones (inter-cluster): high when the
-    model's target classes are clusters with margins between them.
-
-    The permutation is `numpy.random.RandomState(seed).permutation(n)`, the
-    one skada's `MixValScorer(random_state=seed)` draws, so both mix the
-    same pairs. Integer inputs (e.g. uint8 images) are mixed as float32.
-    Cost: two predictions over the target points.
-
-    Args:
-      ratio: the mixing ratio, in (0, 1) (0.55: the authors' and skada's).
-      seed: the permutation's seed (a whole number).
-    """
-
-    name = "mixval"
-    min_target = 2
-
-    def __init__(self, ratio: float = 0.55, seed: int = 0):
-        if not 0.0 < float(ratio) < 1.0:
-            raise ValueError(f"MixVal: ratio must be between 0 and 1 (exclusive), got {ratio!r}")
-        self.ratio, self.seed = float(ratio), int(seed)
-
-    def permutation(self, n: int) -> np.ndarray:
-        """Each of the `n` target points' partner.
-
-        Args:
-          n: the number of target points.
-        """
-        return np.random.RandomState(self.seed).permutation(n)
-
-    def mixtures(self, x: np.ndarray) -> tuple:
-        """`(mixtures, permutation)` of the target points `x`.
-
-        Args:
-          x: the target points, `[points, ...]`.
-        """
-        x = np.asarray(x)
-        x = x if x.dtype.kind == "f" else x.astype(np.float32)
-        permutation = self.permutation(len(x))
-        return (self.ratio * x + (1.0 - self.ratio) * x[permutation]).astype(x.dtype), permutation
-
-    def score(self, outputs: Outputs) -> float:
-        raise ValueError("MixVal: predicts its mixtures with the model: call it on a model, not on outputs")
-
-    def score_model(self, outputs: Outputs, model: Any, x_target: Any, from_logits: bool | None) -> float:
-        mixed, permutation = self.mixtures(as_array_points("MixVal", "x_target", x_target))
-        mixed_p = predicted_probabilities("MixVal", model, mixed, label_from_logits("MixVal", model, from_logits))
-        return scores.mixed_sample_consistency(outputs.target_probabilities, mixed_p, permutation, self.ratio)
-
-    def __repr__(self) -> str:
-        return f"MixVal(ratio={self.ratio:g}, seed={self.seed})"
-
-
-class EnsembleValidation(PoolValidator):
-    """EnsV (Hu et al., NeurIPS 2024 Datasets and Benchmarks): the candidates'
-    averaged target probabilities as pseudo-labels, each candidate scored by
-    the share of target points where its prediction agrees with them
-    (`scores.ensemble_agreement`). A pool score: a candidate's score depends
-    on the others. Cost: the candidates' target predictions, already made.
-    """
-
-    name = "ensv"
-
-    def score_pool(self, outputs: list) -> np.ndarray:
-        return scores.ensemble_agreement([o.target_probabilities for o in outputs])
-
+from grad_reverse.adaptation.validation.pool import EnsembleValidation
+from grad_reverse.adaptation.validation.scoring import score_all, score_candidates  # noqa: F401 (public here too)
 
 # Chosen from the study (docs/results/validators.md), not from the papers: among
 # the candidates' last checkpoints it was never more than 1 point below the plain
@@ -297,105 +66,90 @@ class EnsembleValidation(PoolValidator):
 # cannot see a label shift or what adapting gains on the target; it sees what
 # adapting costs on the source.
 DEFAULT_VALIDATOR = "source_accuracy"
+"""The validator `select_without_labels` chooses by when given none
+(`DEFAULT_CHOICE` is this name): `"source_accuracy"`, the held-out source
+accuracy (`SourceAccuracy`), the plain network winning ties. The study on
+this project's shifts (docs/results/validators.md) found it never more than 1
+point below the plain network, on average over seeds; it cannot see what
+adapting gains on the target, only what it costs on the source."""
 
-# The validators that score one model, by name.
 VALIDATORS = {
-    cls.name: cls
-    for cls in (
-        SourceAccuracy,
-        PredictionEntropy,
-        InformationMaximization,
-        SoftNeighborhoodDensity,
-        DeepEmbeddedValidation,
-        SourceAccuracyAndAlignment,
-        BatchNuclearNorm,
-        MixVal,
-    )
+    "source_accuracy": SourceAccuracy,
+    "entropy": PredictionEntropy,
+    "im": InformationMaximization,
+    "snd": SoftNeighborhoodDensity,
+    "dev": DeepEmbeddedValidation,
+    "source_and_alignment": SourceAccuracyAndAlignment,
+    "bnm": BatchNuclearNorm,
+    "mixval": MixVal,
 }
+"""The validators that score one model, `{name: class}`: `"source_accuracy"`,
+`"entropy"`, `"im"`, `"snd"`, `"dev"`, `"source_and_alignment"`, `"bnm"`,
+`"mixval"`. These names are what `ValidatorCallback` takes (each score logged
+as `val_<name>`) and what `select_without_labels(validator_name=...)` and
+its `also=` take, beside `POOL_VALIDATORS`' names and the rule
+`"gated_mixval"` (`select_without_labels` only). A name builds the class with
+its defaults; for other settings pass an instance, e.g.
+`SoftNeighborhoodDensity(temperature=0.1)`."""
 
-# The validators that score a pool of candidates at once (`select_without_labels` only).
-POOL_VALIDATORS = {cls.name: cls for cls in (EnsembleValidation,)}
+POOL_VALIDATORS = {"ensv": EnsembleValidation}
+"""The validators that score a pool of candidates at once, each against the
+others, `{name: class}`: `"ensv"` (`EnsembleValidation`). Only
+`select_without_labels` takes them (`validator_name="ensv"` or
+`also=("ensv",)`): they have no score of one model, so `ValidatorCallback`
+and a call on a model refuse them."""
 
 
-def validator(name_or_validator: Any) -> Validator:
-    """A validator from its name (`VALIDATORS`' or `POOL_VALIDATORS`' keys) or itself."""
+def _names(pool: bool, rule: bool) -> str:
+    """The names a caller accepts, grouped, for its refusal of an unknown one."""
+    groups = [f"one-model validators {sorted(VALIDATORS)}"]
+    if pool:
+        groups.append(f"pool validators {sorted(POOL_VALIDATORS)}")
+    if rule:
+        groups.append(f"the rule {_rule.NAME!r}")
+    return ", ".join(groups)
+
+
+def validator(name_or_validator: Any, *, who: str = "validator", pool: bool = True, rule: bool = False) -> Validator:
+    """A validator from its name or itself; an unknown name refused with the names `who` accepts.
+
+    Args:
+      name_or_validator: a `Validator`, or a name of `VALIDATORS` (or, with
+        `pool`, of `POOL_VALIDATORS`).
+      who: the caller, named in the refusal.
+      pool: whether the caller takes pool validators (`select_without_labels`
+        does; `ValidatorCallback` does not, and says why).
+      rule: whether the caller also takes the rule's name (which it handles
+        itself): listed among the accepted names.
+
+    Raises:
+      ValueError: an unknown name, or a pool validator where `pool` is False.
+    """
     if isinstance(name_or_validator, Validator):
-        return name_or_validator
-    if isinstance(name_or_validator, str):
-        found = VALIDATORS.get(name_or_validator) or POOL_VALIDATORS.get(name_or_validator)
-        if found is not None:
-            return found()
-        if name_or_validator == "reverse":
-            raise ValueError(
-                "validator 'reverse' trains a second model of the candidate's configuration, so it has no "
-                "default: build it as ReverseValidator(make_model) (grad_reverse.adaptation), make_model "
-                "returning a fresh compiled model, and pass that"
-            )
-    raise ValueError(
-        f"unknown validator {name_or_validator!r}; accepted: a Validator, or one of "
-        f"{sorted(VALIDATORS) + sorted(POOL_VALIDATORS)}"
-    )
+        found = name_or_validator
+    elif isinstance(name_or_validator, str) and name_or_validator in {**VALIDATORS, **POOL_VALIDATORS}:
+        found = {**VALIDATORS, **POOL_VALIDATORS}[name_or_validator]()
+    else:
+        raise _unknown(name_or_validator, who, pool, rule)
+    if isinstance(found, PoolValidator) and not pool:
+        raise ValueError(f"{who}: {found._refuse()}")
+    return found
 
 
-def _refuse_pool_validators(who: str, validators: list) -> None:
-    for v in validators:
-        if isinstance(v, PoolValidator):
-            raise ValueError(f"{who}: " + str(v._refuse()))
-
-
-def score_all(
-    who: str,
-    validators: list,
-    model: Any,
-    x_source: Any,
-    y_source: Any,
-    x_target: Any,
-    from_logits: bool | None,
-    outputs: Outputs | None = None,
-) -> dict:
-    """`{validator name: score}` of `model`, its outputs computed once (or given) for the
-    validators that read them; a pool validator is refused (it scores no model alone)."""
-    _refuse_pool_validators(who, validators)
-    for v in validators:
-        v.check_sizes(len(x_source), len(x_target))
-    result = {}
-    for v in validators:
-        if type(v).__call__ is Validator.__call__:
-            if outputs is None:
-                outputs = model_outputs(who, model, x_source, y_source, x_target, from_logits)
-            result[v.name] = v.score_model(outputs, model, x_target, from_logits)
-        else:  # a validator that does more than read outputs (reverse validation trains)
-            result[v.name] = v(model, x_source, y_source, x_target, from_logits=from_logits)
-    return result
-
-
-def score_candidates(
-    who: str,
-    validators: list,
-    candidates: Any,
-    x_source: Any,
-    y_source: Any,
-    x_target: Any,
-    from_logits: bool | None,
-    outputs: dict | None = None,
-) -> dict:
-    """`{candidate name: {validator name: score}}`: each candidate's outputs computed
-    once (or given: `{candidate name: Outputs}`), the one-model validators scored
-    on each, the pool validators on all at once. The candidates are checked
-    first (`check_candidates`)."""
-    check_candidates(who, candidates, validators)
-    x_source, x_target = as_array_points(who, "x_source", x_source), as_array_points(who, "x_target", x_target)
-    single = [v for v in validators if not isinstance(v, PoolValidator)]
-    pool = [v for v in validators if isinstance(v, PoolValidator)]
-    for v in validators:
-        v.check_sizes(len(x_source), len(x_target))
-    if outputs is None:
-        outputs = {n: model_outputs(who, m, x_source, y_source, x_target, from_logits) for n, m in candidates.items()}
-    table = {
-        name: score_all(who, single, m, x_source, y_source, x_target, from_logits, outputs[name])
-        for name, m in candidates.items()
-    }
-    for v in pool:
-        for name, value in zip(candidates, v.score_pool([outputs[name] for name in candidates])):
-            table[name][v.name] = float(value)
-    return {name: {v.name: table[name][v.name] for v in validators} for name in candidates}
+def _unknown(name: Any, who: str, pool: bool, rule: bool) -> ValueError:
+    if name == "reverse":
+        return ValueError(
+            f"{who}: validator 'reverse' trains a second model of the candidate's configuration, so it has no "
+            "default: build it as ReverseValidator(make_model) (grad_reverse.adaptation), make_model "
+            "returning a fresh compiled model, and pass that"
+        )
+    message = f"{who}: unknown validator {name!r}; accepted: a Validator, or a name: {_names(pool, rule)}"
+    known = [*VALIDATORS, *(POOL_VALIDATORS if pool else ()), *([_rule.NAME] if rule else [])]
+    if isinstance(name, str) and name.lower() in known:
+        message += f" (names are lower case: {name.lower()!r})"
+    if not pool:
+        message += (
+            f". A pool validator ({', '.join(map(repr, sorted(POOL_VALIDATORS)))}) or the rule "
+            f"{_rule.NAME!r} scores candidates against each other, not one model: select_without_labels takes them"
+        )
+    return ValueError(message)
