@@ -87,6 +87,9 @@ def test_the_api_page_lists_the_names_each_way_in_accepts():
 
 def test_every_choice_the_results_tables_name_is_accepted_or_marked_as_the_studys_only():
     page = (ROOT / "docs" / "results" / "validators.md").read_text(encoding="utf-8")
+    # Round three's tables list results (plain, ensemble, student, ...), not names a function takes.
+    start = page.index("## Combine, then teach")
+    page = page[:start] + page[page.index("\n## ", start + 1) :]
     choices = set(re.findall(r"^\| (\w+) \| \d+ \| [-+]\d", page, re.M))  # summaries: | choice | shifts | worst |
     choices |= set(re.findall(r"^\| [\w-]+ \| (\w+) \| \d+ \|", page, re.M))  # per shift: | shift | choice | seeds |
     accepted = set(ONE_MODEL) | set(POOL) | {rule.NAME}
