@@ -22,7 +22,8 @@ survived, drifted or was inconclusive, and no pending one was killed (then
 its pending mark is stale).
 
 Usage: python scripts/mutation_check.py [--list] [--only NAME ...] [--package-dir DIR] [--jobs N] [--without-library]
-(--without-library: with KERAS_BACKEND=jax or torch, the models' mutants whose tests run there.)
+(--without-library: with KERAS_BACKEND=jax or torch, the models' mutants whose tests run there;
+--jobs: mutants tested at once, by default one per core.)
 The package is found without importing it: an installed grad_reverse, or a
 source tree's python/ on PYTHONPATH with the library built in place.
 """
@@ -35,7 +36,7 @@ import queue
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 # mutation_lib/ sits beside this script, whose folder Python puts on sys.path.
@@ -101,12 +102,14 @@ def verdict(mutant: Mutant, package: Path, copies: runner.Copies, build: dict) -
     return (f"killed, {how}", False, caught) if killed else (f"SURVIVED: {how}", True, [])
 
 
-def check_evidence(evidence: dict[str, list[str]], copies: runner.Copies) -> list[str] | None:
-    """Reruns every test that killed a mutant against the unmutated copies.
+def check_evidence(evidence: dict[str, list[str]], copies: runner.Copies, jobs: int = 1) -> list[str] | None:
+    """Reruns every test that killed a mutant against the unmutated copies
+    (one pytest, on `jobs` xdist workers: nothing else runs by then).
     Returns the mutants whose every killing test fails unmutated too (their
     kills prove nothing), or None when the rerun itself broke (a timeout, errors)."""
     tests = tuple(dict.fromkeys(test for caught in evidence.values() for test in caught))
-    run = runner.run_tests(tests, copies, RERUN_TIMEOUT_S, stop_at_first=False)
+    files = {test.split("::")[0] for test in tests}  # --dist loadfile: a worker per file at most
+    run = runner.run_tests(tests, copies, RERUN_TIMEOUT_S, stop_at_first=False, workers=min(jobs, len(files)))
     if run.timed_out:
         print(
             f"mutation check: the {len(tests)} killing tests did not finish in {RERUN_TIMEOUT_S} s "
@@ -137,7 +140,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--only", nargs="+", metavar="NAME", help="run only these mutants")
     parser.add_argument("--package-dir", help="the grad_reverse package to mutate (default: the importable one)")
     parser.add_argument(
-        "--jobs", type=int, default=1, help="mutants tested at once, each on copies of its own (default 1)"
+        "--jobs",
+        type=int,
+        default=runner.cores(),
+        help=f"mutants tested at once, each on copies of its own (default: one per core, {runner.cores()} here)",
     )
     parser.add_argument(
         "--without-library",
@@ -182,16 +188,24 @@ def main(argv: list[str]) -> int:
 
         failures = []
         evidence: dict[str, list[str]] = {}  # a mutant's name -> the tests that failed under it
+        numbers = {mutant.name: number for number, mutant in enumerate(mutants, 1)}
         with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-            # map() yields in the mutants' order: the report reads the same for any --jobs.
-            for number, (mutant, (line, failed, caught)) in enumerate(zip(mutants, pool.map(judge, mutants)), 1):
-                print(f"{number:2}. {mutant.name}: {line}", flush=True)
+            # Started group by group (the mutants that the same test files catch), the
+            # largest groups first, so that small ones fill the last minutes of every job;
+            # each line is printed as its mutant finishes, with its number in the list.
+            running = {pool.submit(judge, mutant): mutant for mutant in runner.by_test_files(mutants)}
+            for done in as_completed(running):
+                mutant = running[done]
+                line, failed, caught = done.result()
+                print(f"{numbers[mutant.name]:2}. {mutant.name}: {line}", flush=True)
                 if failed:
                     failures.append(mutant.name)
                 if caught:
                     evidence[mutant.name] = caught
+        failures.sort(key=numbers.get)
         if evidence:
-            unproven = check_evidence(evidence, idle.get())
+            in_order = dict(sorted(evidence.items(), key=lambda item: numbers[item[0]]))
+            unproven = check_evidence(in_order, idle.get(), args.jobs)
             if unproven is None:
                 return 2
             failures.extend(unproven)

@@ -1,6 +1,7 @@
 """Fixtures and hooks for every test; the helpers themselves live in
 tests/helpers/ (`from helpers.tensors import ...`), never imported from here.
-Markers (registered in pyproject.toml): `slow` (trains the whole demo,
+The end-of-run reports: skips by reason (helpers/skips.py), not-slow tests
+over 5 s (helpers/durations.py). Markers (registered in pyproject.toml): `slow` (trains the whole demo,
 trains or builds in subprocesses, large tensors), `build` (packaging and
 the build: every test in tests/packaging/, marked here)."""
 
@@ -14,6 +15,9 @@ import pytest
 
 from grad_reverse._keras import TENSORFLOW, keras_backend
 from helpers.skips import pytest_terminal_summary  # noqa: F401 (a hook)
+
+# The not-slow tests over the one-test budget, listed at the end of a run.
+pytest_plugins = ("helpers.durations",)
 
 # tests/backends/ also runs where Keras runs on JAX or PyTorch, without
 # TensorFlow: the fixtures below need TensorFlow as Keras' backend.

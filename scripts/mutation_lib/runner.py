@@ -104,14 +104,47 @@ class TestRun:
     timed_out: bool = False
 
 
+def cores() -> int:
+    """The cores this process may run on (its affinity, where the system tells it)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def test_files(mutant: Mutant) -> tuple[str, ...]:
+    """The files of the mutant's selected tests, sorted."""
+    return tuple(sorted({test.split("::")[0] for test in mutant.tests}))
+
+
+def by_test_files(mutants: list[Mutant]) -> list[Mutant]:
+    """The mutants grouped by the test files that must catch them (mutants of
+    one group cost about the same: the same tests, the same fixtures), the
+    groups with the most mutants first, each in the list's order. Started in
+    this order, the long groups run while both jobs are busy and the single
+    mutants fill the end, instead of one long group starting last."""
+    groups: dict[tuple[str, ...], list[Mutant]] = {}
+    for mutant in mutants:
+        groups.setdefault(test_files(mutant), []).append(mutant)
+    ordered = sorted(groups.values(), key=len, reverse=True)  # stable: equal sizes keep the list's order
+    return [mutant for group in ordered for mutant in group]
+
+
+def xdist_installed() -> bool:
+    return importlib.util.find_spec("xdist") is not None
+
+
 def run_tests(
-    tests: tuple[str, ...], copies: Copies, timeout: float, stop_at_first: bool = True, conftest: bool = True
+    tests: tuple[str, ...],
+    copies: Copies,
+    timeout: float,
+    stop_at_first: bool = True,
+    conftest: bool = True,
+    workers: int = 1,
 ) -> TestRun:
     """pytest on `tests` with the package copy first on PYTHONPATH, so it is
     the grad_reverse the tests import (ahead of an installed one), and the
     source copy as the tree that C++ tests build. conftest=False skips
     tests/conftest.py and its TensorFlow import (tests that only build and
-    run C++ need neither)."""
+    run C++ need neither). workers > 1: that many pytest-xdist workers, a
+    file's tests on one (where pytest-xdist is installed; else one process)."""
     env = dict(
         os.environ,
         TF_CPP_MIN_LOG_LEVEL="3",
@@ -129,6 +162,7 @@ def run_tests(
         "-W",
         "ignore",
         *(["-x"] if stop_at_first else []),
+        *(["-n", str(workers), "--dist", "loadfile"] if workers > 1 and xdist_installed() else []),
         *([] if conftest else ["--noconftest"]),
         # Each set of copies has its own pytest temporary folder: with --jobs,
         # pytest sessions run side by side.

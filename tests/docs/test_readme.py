@@ -306,7 +306,7 @@ def test_the_readme_opens_with_the_two_commands_in_the_order_ci_reads_them():
     assert main_job.startswith('pip install ".[bench]" && ') and main_job.endswith(
         "python -m grad_reverse demo && python -m grad_reverse bench --quick"
     ), main_job
-    assert tests == 'pip install ".[test]" && python -m pytest -m "not slow" tests', tests
+    assert tests == 'pip install ".[test]" && python -m pytest -n auto --dist loadfile -m "not slow" tests', tests
     headings = re.findall(r"^## (.+)$", text, re.MULTILINE)
     assert text.index("## What it is") > block.start(), "the commands come first"
     assert headings[0] == "What it is", f"the first section after the commands is {headings[0]!r}"

@@ -252,23 +252,36 @@ def test_fingerprint_matches_the_rewritten_graph(rewritten):
     )
 
 
-# Loads DST with plain TensorFlow, runs every signature on the given inputs.
+# Loads each DST with plain TensorFlow, runs every signature on the given
+# inputs ({model: {"path": DST, "inputs": {signature: arguments}}} on stdin).
+# One process for all the models: it never imports grad_reverse nor
+# registers GradReverse (checked after the last model), so no model can load
+# there thanks to another; one TensorFlow start instead of one per model. A
+# model that fails to load or run gives its error, for its own test to report.
 _FRESH_RUN = """
-import base64, json, sys
+import json, sys
 import numpy as np
 import tensorflow as tf
 from tensorflow.python.framework import op_def_registry
 
-path, inputs_json = sys.argv[1:3]
-loaded = tf.saved_model.load(path)
+def run(path, inputs):
+    loaded = tf.saved_model.load(path)
+    out = {}
+    for key, arguments in inputs.items():
+        feeds = {}
+        for name, (dtype, shape, hex_bytes) in arguments.items():
+            array = np.frombuffer(bytes.fromhex(hex_bytes), tf.as_dtype(dtype).as_numpy_dtype).reshape(shape)
+            feeds[name] = tf.constant(array)
+        results = loaded.signatures[key](**feeds)
+        out[key] = {k: [v.dtype.name, v.shape.as_list(), v.numpy().tobytes().hex()] for k, v in results.items()}
+    return out
+
 out = {}
-for key, arguments in json.loads(inputs_json).items():
-    feeds = {}
-    for name, (dtype, shape, hex_bytes) in arguments.items():
-        array = np.frombuffer(bytes.fromhex(hex_bytes), tf.as_dtype(dtype).as_numpy_dtype).reshape(shape)
-        feeds[name] = tf.constant(array)
-    results = loaded.signatures[key](**feeds)
-    out[key] = {k: [v.dtype.name, v.shape.as_list(), v.numpy().tobytes().hex()] for k, v in results.items()}
+for model, job in json.load(sys.stdin).items():
+    try:
+        out[model] = {"outputs": run(job["path"], job["inputs"])}
+    except Exception as error:
+        out[model] = {"error": f"{type(error).__name__}: {error}"[-3000:]}
 assert not any(m.startswith("grad_reverse") for m in sys.modules), "grad_reverse was imported"
 assert op_def_registry.get("GradReverse") is None, "GradReverse is registered"
 print(json.dumps(out))
@@ -288,23 +301,35 @@ def encode(arrays: dict) -> dict:
     return {k: [tf.as_dtype(v.dtype).name, list(v.shape), v.tobytes().hex()] for k, v in arrays.items()}
 
 
+@pytest.fixture(scope="module")
+def fresh_run(rewritten):
+    """{model: (the inputs, {"outputs": DST's outputs} or {"error": why not})
+    from a fresh process without grad_reverse}: one subprocess for every model (_FRESH_RUN)."""
+    inputs = {name: inputs_for(rewritten[name]["src"]) for name in [*MODELS, "gradients"]}
+    jobs = {
+        name: {"path": str(rewritten[name]["dst"]), "inputs": {key: encode(args) for key, args in signatures.items()}}
+        for name, signatures in inputs.items()
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", _FRESH_RUN], input=json.dumps(jobs), capture_output=True, text=True, env=ENV, timeout=600
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    outputs = json.loads(result.stdout.strip().splitlines()[-1])
+    return {name: (inputs[name], outputs[name]) for name in inputs}
+
+
 @pytest.mark.parametrize("name", [*MODELS, "gradients"])
-def test_fresh_process_without_grad_reverse_runs_dst_bitwise_like_src(rewritten, name):
-    src, dst = rewritten[name]["src"], rewritten[name]["dst"]
-    inputs = inputs_for(src)
-    loaded = tf.saved_model.load(str(src))  # this process has the op
+def test_fresh_process_without_grad_reverse_runs_dst_bitwise_like_src(rewritten, fresh_run, name):
+    inputs, fresh = fresh_run[name]
+    assert "error" not in fresh, fresh.get("error")
+    actual = fresh["outputs"]
+    loaded = tf.saved_model.load(str(rewritten[name]["src"]))  # this process has the op
     expected = {
         key: encode(
             {k: v.numpy() for k, v in loaded.signatures[key](**{a: tf.constant(b) for a, b in args.items()}).items()}
         )
         for key, args in inputs.items()
     }
-    payload = json.dumps({key: encode(args) for key, args in inputs.items()})
-    result = subprocess.run(
-        [sys.executable, "-c", _FRESH_RUN, str(dst), payload], capture_output=True, text=True, env=ENV, timeout=600
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    actual = json.loads(result.stdout.strip().splitlines()[-1])
     assert actual == expected
 
 
