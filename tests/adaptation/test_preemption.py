@@ -71,9 +71,7 @@ SETUPS = {
 SLOW = pytest.mark.slow
 
 
-@pytest.mark.parametrize(
-    "setup", [s if s.startswith("dann") else pytest.param(s, marks=SLOW) for s in SETUPS]
-)
+@pytest.mark.parametrize("setup", [s if s.startswith("dann") else pytest.param(s, marks=SLOW) for s in SETUPS])
 def test_fit_killed_at_an_epoch_start_and_resumed_by_backup_and_restore_ends_bitwise_equal(setup, reference, tmp_path):
     args = SETUPS[setup]
     resumed, _ = preemption.kill_and_resume(tmp_path, args, kill="3")
