@@ -15,7 +15,7 @@ VALIDATOR_MUTANTS: tuple[Mutant, ...] = (
         file="adaptation/validation/rule.py",
         edits=(
             (
-                "    gated = [n for n in names if n == plain or source_accuracy[n] >= floor]\n",
+                "    gated, _ = gate(source_accuracy, n_source, plain, z)\n",
                 "    gated = list(names)\n",
             ),
         ),
