@@ -30,7 +30,8 @@ import numpy as np  # noqa: E402
 import validator_study as study  # noqa: E402
 from dann_moons_seeds import seed_range  # noqa: E402
 
-from grad_reverse.adaptation import Student, select_without_labels  # noqa: E402
+from grad_reverse.adaptation import ProbabilityEnsemble, Student, select_without_labels  # noqa: E402
+from grad_reverse.adaptation.validation.outputs import label_from_logits  # noqa: E402
 
 
 def held_out_split(data: object, seed: int) -> tuple:
@@ -56,6 +57,11 @@ def candidate_models(shift: object, seed: int, folder: str, x_point: np.ndarray)
 
 def accuracy(model: object, x: np.ndarray, y: np.ndarray) -> float:
     return float(np.mean(study.predicted_classes(np.asarray(model.predict(x, batch_size=1024, verbose=0))) == y))
+
+
+def every_candidate(models: dict) -> ProbabilityEnsemble:
+    """The mean of every candidate's probabilities, ungated (`all_mean`)."""
+    return ProbabilityEnsemble(list(models.values()), [label_from_logits("study", m) for m in models.values()])
 
 
 def teach(shift: object, data: object, train: np.ndarray, teacher: object, seed: int, **recipe: float) -> Student:
@@ -92,15 +98,10 @@ def run(shift_name: str, seed: int, out: str, recipes: list) -> dict:
         "default_pick": selection.name,
         "ensemble": accuracy(selection.ensemble, data.x_target, data.y_target),
         "ensemble_members": selection.ensemble_members,
-        "all_mean": None,
+        "all_mean": accuracy(every_candidate(models), data.x_target, data.y_target),
         "oracle": max(target.values()),
         "candidates": target,
     }
-    from grad_reverse.adaptation import ProbabilityEnsemble
-    from grad_reverse.adaptation.validation.outputs import label_from_logits
-
-    every = ProbabilityEnsemble(list(models.values()), [label_from_logits("study", m) for m in models.values()])
-    row["all_mean"] = accuracy(every, data.x_target, data.y_target)
     for recipe in recipes:  # the package's defaults first ("default"), then variants "confidence:entropy:source"
         values = {} if recipe == "default" else dict(zip(RECIPE_KEYS, map(float, recipe.split(":"))))
         student = teach(shift, data, train, selection.ensemble, seed, **values)

@@ -97,8 +97,8 @@ VALIDATION_MUTANTS: tuple[Mutant, ...] = (
         file="adaptation/validation/selection.py",
         edits=(
             (
-                "    kept, floor = rule.gate(accuracy, n_source, plain)\n",
-                "    kept, floor = list(candidates), rule.gate(accuracy, n_source, plain)[1]\n",
+                "    kept, floor = rule.gate(accuracy, len(x_source), plain)\n",
+                "    kept, floor = list(candidates), rule.gate(accuracy, len(x_source), plain)[1]\n",
             ),
         ),
         tests=(

@@ -175,8 +175,9 @@ def select_without_labels(
     x_source, x_target = as_array_points(who, "x_source", x_source), as_array_points(who, "x_target", x_target)
     outputs = {n: model_outputs(who, m, x_source, y_source, x_target, from_logits) for n, m in candidates.items()}
     table = {n: {} for n in candidates}
+    # Held-out source accuracy: the rule's gate and the ensemble's read it.
+    accuracy = {n: scores.accuracy(o.source_probabilities, o.source_labels) for n, o in outputs.items()}
     if chooser is None:  # the default rule
-        accuracy = {n: scores.accuracy(o.source_probabilities, o.source_labels) for n, o in outputs.items()}
         mixval = MixVal()
 
         def rank(gated: list) -> dict:  # MixVal predicts mixtures: only the gated candidates pay for it
@@ -191,8 +192,7 @@ def select_without_labels(
     column = rule.NAME if chooser is None else chooser.name
     if chooser is not None:
         chosen = min(candidates, key=lambda n: (-table[n][column], n != plain, n))
-    ensemble, ensemble_table, floor = gated_ensemble(who, candidates, outputs, len(x_source), plain, from_logits)
-    ensemble(x_source[:1])  # called once, as Keras' export asks of a subclassed model
+    ensemble, ensemble_table, floor = gated_ensemble(who, candidates, accuracy, x_source, plain, from_logits)
     return Selection(
         name=chosen,
         model=candidates[chosen],
@@ -206,19 +206,20 @@ def select_without_labels(
 
 
 def gated_ensemble(
-    who: str, candidates: Mapping[str, Any], outputs: Mapping[str, Any], n_source: int, plain: str, from_logits: Any
+    who: str, candidates: Mapping[str, Any], accuracy: Mapping[str, float], x_source: Any, plain: str, from_logits: Any
 ) -> tuple:
     """`(ProbabilityEnsemble of the plain network and the candidates the source gate keeps, {name:
-    {"source_accuracy", "in_ensemble"}}, the gate's floor)`, from the candidates' `outputs`."""
+    {"source_accuracy", "in_ensemble"}}, the gate's floor)`, from the candidates' held-out source
+    `accuracy` on the points `x_source`."""
     from grad_reverse.adaptation.ensemble import ProbabilityEnsemble
 
-    accuracy = {n: scores.accuracy(o.source_probabilities, o.source_labels) for n, o in outputs.items()}
-    kept, floor = rule.gate(accuracy, n_source, plain)
+    kept, floor = rule.gate(accuracy, len(x_source), plain)
     ensemble = ProbabilityEnsemble(
         [candidates[n] for n in kept],
         from_logits=[label_from_logits(who, candidates[n], from_logits) for n in kept],
         member_names=kept,
         name="gated_ensemble",
     )
+    ensemble(x_source[:1])  # called once, as Keras' export asks of a subclassed model
     table = {n: {"source_accuracy": float(accuracy[n]), "in_ensemble": float(n in kept)} for n in candidates}
     return ensemble, table, float(floor)
